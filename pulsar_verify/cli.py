@@ -1,0 +1,229 @@
+"""The ``pulsar-verify`` command line.
+
+Exit codes: 0 every property holds within the bounds (or a replayed violation
+no longer reproduces); 1 a violation was found (or reproduced); 2 usage error
+or invalid input, with a one-line message and no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__, registry
+from .explorer import Result, explore, stderr_progress
+from .itf import trace_document, write_trace
+from .model import UsageError
+from .show import render_trace
+
+DEFAULT_OUT = Path("out")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit 2, as for every usage error
+        raise UsageError(message)
+
+
+def _settings(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--set expects key=value, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="pulsar-verify", description="Check executable models of Apache Pulsar PIPs.")
+    p.add_argument("--version", action="version", version=f"pulsar-verify {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    ls = sub.add_parser("list", help="models, variants and properties with their PIP sections")
+    ls.add_argument("--json", action="store_true")
+
+    ex = sub.add_parser("explore", help="exhaustive exploration of one model variant")
+    ex.add_argument("model")
+    ex.add_argument("--variant", default="as-written")
+    ex.add_argument("--set", action="append", metavar="KEY=VALUE", help="a bound or fault switch")
+    ex.add_argument("--max-depth", type=_positive)
+    ex.add_argument("--max-states", type=_positive)
+    ex.add_argument("--engine", choices=("local", "spark"), default="local")
+    ex.add_argument("--master", default="local[*]", help="Spark master (engine spark)")
+    ex.add_argument("--out", type=Path, help="output directory (default out/MODEL/VARIANT)")
+    ex.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
+    ex.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ex.add_argument("--quiet", action="store_true", help="no progress display")
+
+    rp = sub.add_parser("replay", help="re-execute an ITF counterexample and re-check its property")
+    rp.add_argument("file", type=Path)
+    rp.add_argument("--quiet", action="store_true", help="do not print the steps")
+
+    pv = sub.add_parser("prove", help="Z3 proof obligations")
+    pv.add_argument("model", nargs="?")
+
+    rv = sub.add_parser("review", help="the design-review evidence run over every model")
+    rv.add_argument("--out", type=Path, default=Path("review"))
+    rv.add_argument("--engines", default="local,spark", help="comma-separated: local, spark")
+    rv.add_argument("--master", default="local[*]")
+    return p
+
+
+def cmd_list(args) -> int:
+    rows = []
+    for cls in registry.all_models():
+        rows.append({
+            "model": cls.name, "title": cls.title, "source": cls.source,
+            "variants": [{"name": v.name, "kind": v.kind, "description": v.description} for v in cls.variants],
+            "params": {k: {"default": p.default, "help": p.help} for k, p in cls.params.items()},
+            "properties": [{"id": p.id, "kind": p.kind, "statement": p.statement, "section": p.section,
+                            "variants": list(p.variants) if p.variants else "all"} for p in cls.properties],
+        })
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        print(f"{row['model']}: {row['title']}" + (f"  [{row['source']}]" if row["source"] else ""))
+        for v in row["variants"]:
+            print(f"  variant {v['name']:<28} {v['kind']:<10} {v['description']}")
+        for k, p in row["params"].items():
+            print(f"  set     {k}={p['default']!s:<24} {p['help']}")
+        for p in row["properties"]:
+            print(f"  {p['kind']:<9} {p['id']:<28} {p['statement']}  ({p['section']})")
+        print()
+    return 0
+
+
+def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False,
+                    master="local[*]", progress=None, out: Path | None = None) -> Result:
+    if engine == "spark":
+        from spark_checks.bfs import explore_spark
+        return explore_spark(model, max_depth=max_depth, max_states=max_states, master=master,
+                             progress=progress, out=out)
+    result, _ = explore(model, max_depth=max_depth, max_states=max_states, stop_at_first=stop_at_first,
+                        progress=progress)
+    return result
+
+
+def write_violations(model, result: Result, out: Path) -> None:
+    for v in result.violations:
+        doc = trace_document(model, v.states, v.actions, v.as_dict(), v.loop)
+        result.trace_files.append(write_trace(out / f"{v.prop.id}.itf.json", doc))
+
+
+def cmd_explore(args) -> int:
+    model = registry.build(args.model, args.variant, _settings(args.set))
+    out = args.out or DEFAULT_OUT / model.name / model.config.variant
+    progress = None if (args.quiet or args.json) else stderr_progress
+    if not args.json:
+        print(f"exploring {model.name} [{model.config!r}] engine={args.engine}", file=sys.stderr)
+    result = run_exploration(model, args.engine, max_depth=args.max_depth, max_states=args.max_states,
+                             stop_at_first=args.stop_at_first, master=args.master, progress=progress, out=out)
+    if progress:
+        sys.stderr.write("\n")
+    write_violations(model, result, out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(result.summary(), indent=2) + "\n")
+    if args.json:
+        print(json.dumps(result.summary(), indent=2))
+    else:
+        print(human_summary(model, result))
+    return 1 if result.violations else 0
+
+
+def human_summary(model, r: Result) -> str:
+    lines = [
+        f"{r.model} variant {r.variant}: {r.distinct_states:,} distinct states, {r.transitions:,} transitions, "
+        f"depth {r.depth}{'' if r.complete else ' (bounds reached: incomplete)'}",
+        f"  {r.seconds:.2f}s, {r.states_per_second:,.0f} states/s, peak memory {r.peak_rss_mb:,.0f} MB",
+        "  action coverage: " + ", ".join(f"{k}={v:,}" for k, v in r.coverage.items()),
+    ]
+    if r.never_fired:
+        lines.append("  NEVER FIRED (check the model): " + ", ".join(r.never_fired))
+    if model.liveness and not r.liveness_checked:
+        lines.append("  liveness: not checked (exploration incomplete or engine without a state graph)")
+    checked = [p.id for p in model.props]
+    failed = {v.prop.id for v in r.violations}
+    for pid in checked:
+        lines.append(f"  {'VIOLATED' if pid in failed else 'holds   '} {pid}")
+    for v, path in zip(r.violations, r.trace_files):
+        lines.append(f"\n{v.prop.kind} {v.prop.id} violated ({v.prop.statement}; {v.prop.section}), "
+                     f"{v.length} steps:")
+        lines.append(render_trace(v.states, v.actions, v.loop))
+        lines.append(f"  counterexample: {path}\n  replay: pulsar-verify replay {path}")
+    return "\n".join(lines)
+
+
+def cmd_replay(args) -> int:
+    from .replay import replay
+    outcome = replay(args.file)
+    print(outcome.message)
+    return 1 if outcome.reproduced else 0
+
+
+def cmd_prove(args) -> int:
+    if args.model:
+        registry.model_class(args.model)
+    print("prove: no Z3 obligations are registered yet")
+    return 0
+
+
+def cmd_review(args) -> int:
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    for e in engines:
+        if e not in ("local", "spark"):
+            raise UsageError(f"--engines: unknown engine {e!r} (known: local, spark)")
+    rows = []
+    for cls in registry.all_models():
+        for variant in cls.variant_names():
+            model = cls(cls.make_config(variant, values=cls.review_bounds))
+            for engine in engines:
+                out = args.out / model.name / variant / engine
+                r = run_exploration(model, engine, master=args.master, out=out)
+                write_violations(model, r, out)
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "summary.json").write_text(json.dumps(r.summary(), indent=2) + "\n")
+                rows.append((model.name, variant, engine, r))
+                print(f"{model.name:<10} {variant:<28} {engine:<6} {r.distinct_states:>10,} states "
+                      f"{r.transitions:>11,} transitions depth {r.depth:>3}  {r.seconds:7.2f}s  "
+                      f"violated: {', '.join(v.prop.id for v in r.violations) or '-'}")
+    lines = ["# pulsar-verify review", "", "| model | variant | engine | states | transitions | depth | violated |",
+             "|---|---|---|---:|---:|---:|---|"]
+    for name, variant, engine, r in rows:
+        lines.append(f"| {name} | {variant} | {engine} | {r.distinct_states:,} | {r.transitions:,} | {r.depth} | "
+                     f"{', '.join(v.prop.id for v in r.violations) or '-'} |")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "index.md").write_text("\n".join(lines) + "\n")
+    print(f"report: {args.out / 'index.md'}")
+    return 0
+
+
+COMMANDS = {"list": cmd_list, "explore": cmd_explore, "replay": cmd_replay, "prove": cmd_prove,
+            "review": cmd_review}
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"pulsar-verify: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\npulsar-verify: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

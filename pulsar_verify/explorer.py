@@ -1,0 +1,258 @@
+"""Exhaustive breadth-first exploration, in-process.
+
+Every state reached is checked against every invariant when it is first
+discovered, every transition against every action property, and the
+shortest counterexample of each violated property is kept. A violating state
+is not expanded further (what lies beyond a broken state is not evidence).
+"""
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from collections import Counter
+from typing import Any, Callable
+
+import attrs
+
+from .fingerprint import fingerprint
+from .model import Action, Model, Property
+
+DEADLOCK = Property("deadlock", "Every non-terminal state has a successor", "-", "deadlock")
+
+
+@attrs.define
+class Violation:
+    prop: Property
+    states: list  # the counterexample, from an initial state
+    actions: list  # actions[i] leads from states[i] to states[i + 1]
+    loop: int | None = None  # lasso: index of the state the loop returns to
+
+    @property
+    def length(self) -> int:
+        return len(self.actions)
+
+    def as_dict(self) -> dict:
+        d = {"property": self.prop.id, "kind": self.prop.kind, "statement": self.prop.statement,
+             "section": self.prop.section, "length": self.length}
+        if self.loop is not None:
+            d["loop"] = self.loop
+        return d
+
+
+@attrs.define
+class Result:
+    model: str
+    variant: str
+    config: dict
+    engine: str = "local"
+    distinct_states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    complete: bool = True
+    seconds: float = 0.0
+    peak_rss_mb: float = 0.0
+    coverage: dict = attrs.Factory(dict)
+    never_fired: list = attrs.Factory(list)
+    violations: list = attrs.Factory(list)
+    level_sizes: list = attrs.Factory(list)
+    liveness_checked: bool = False
+    unreachable_goal: dict = attrs.Factory(dict)  # liveness id -> count of states that can never reach it
+    trace_files: list = attrs.Factory(list)
+
+    @property
+    def states_per_second(self) -> float:
+        return self.distinct_states / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def summary(self) -> dict:
+        return {
+            "model": self.model, "variant": self.variant, "config": self.config, "engine": self.engine,
+            "distinct_states": self.distinct_states, "transitions": self.transitions, "depth": self.depth,
+            "complete": self.complete, "seconds": round(self.seconds, 3),
+            "states_per_second": round(self.states_per_second, 1), "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "coverage": self.coverage, "never_fired": self.never_fired,
+            "violations": [v.as_dict() for v in self.violations],
+            "liveness_checked": self.liveness_checked, "unreachable_goal": self.unreachable_goal,
+            "level_sizes": self.level_sizes, "trace_files": [str(p) for p in self.trace_files],
+        }
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class Explorer:
+    def __init__(self, model: Model, *, max_depth: int | None = None, max_states: int | None = None,
+                 stop_at_first: bool = False, check_liveness: bool = True,
+                 progress: Callable[[dict], None] | None = None):
+        self.model = model
+        self.max_depth = max_depth
+        self.max_states = max_states
+        self.stop_at_first = stop_at_first
+        self.check_liveness = check_liveness and bool(model.liveness)
+        self.progress = progress
+        self.parents: dict[int, tuple[int | None, Action | None]] = {}
+        self.init_by_fp: dict[int, Any] = {}
+        self.graph: dict[int, list[tuple[Action, int]]] | None = {} if self.check_liveness else None
+        self.labels: dict[int, tuple] = {}  # fp -> ((trigger, goal) per liveness property)
+
+    # -- counterexamples ----------------------------------------------------
+    def path_to(self, fp: int) -> tuple[list, list]:
+        """Shortest path to a discovered state, re-executed from its initial state."""
+        actions = []
+        while True:
+            parent, action = self.parents[fp]
+            if parent is None:
+                break
+            actions.append(action)
+            fp = parent
+        actions.reverse()
+        state = self.init_by_fp[fp]
+        states = [state]
+        for a in actions:
+            state = self.model.next_state(state, a)
+            states.append(state)
+        return states, actions
+
+    # -- the search ---------------------------------------------------------
+    def run(self) -> Result:
+        model = self.model
+        result = Result(model.name, model.config.variant, model.config.as_dict())
+        started = time.perf_counter()
+        canonicalize = model.canonicalize
+        symmetric = type(model).canonicalize is not Model.canonicalize
+        invariants = [(p, p.check) for p in model.invariants]
+        action_props = [(p, p.check) for p in model.action_properties]
+        successors = model.successors
+        is_terminal = model.is_terminal
+        parents = self.parents
+        graph = self.graph
+        coverage: Counter = Counter()
+        violated: dict[str, Violation] = {}
+        bad: set[int] = set()
+
+        def report(prop, fp, extra=None):
+            if prop.id in violated:
+                return
+            states, actions = self.path_to(fp)
+            if extra is not None:
+                actions.append(extra[0])
+                states.append(extra[1])
+            violated[prop.id] = Violation(prop, states, actions)
+
+        goals = [(p.trigger, p.goal) for p in model.liveness] if graph is not None else None
+        labels = self.labels
+
+        def label(s):
+            return tuple((trig is None or bool(trig(model, s)), bool(goal(model, s))) for trig, goal in goals)
+
+        frontier = []
+        for s in model.init_states():
+            fp = fingerprint(canonicalize(s) if symmetric else s)
+            if fp in parents:
+                continue
+            parents[fp] = (None, None)
+            self.init_by_fp[fp] = s
+            if goals is not None:
+                labels[fp] = label(s)
+            for prop, check in invariants:
+                if not check(model, s):
+                    report(prop, fp)
+                    bad.add(fp)
+            frontier.append((s, fp))
+
+        depth = 0
+        transitions = 0
+        result.level_sizes.append(len(frontier))
+        stop = False
+        last_tick = started
+        while frontier and not stop:
+            if self.max_depth is not None and depth >= self.max_depth:
+                result.complete = False
+                break
+            nxt = []
+            for s, fp in frontier:
+                if fp in bad:
+                    continue
+                succ = successors(s)
+                if graph is not None:
+                    graph[fp] = edges = []
+                if not succ and not is_terminal(s):
+                    report(DEADLOCK, fp)
+                for a, t in succ:
+                    transitions += 1
+                    coverage[a.name] += 1
+                    for prop, check in action_props:
+                        if not check(model, s, a, t):
+                            report(prop, fp, (a, t))
+                    tf = fingerprint(canonicalize(t) if symmetric else t)
+                    if graph is not None:
+                        edges.append((a, tf))
+                    if tf in parents:
+                        continue
+                    parents[tf] = (fp, a)
+                    if goals is not None:
+                        labels[tf] = label(t)
+                    for prop, check in invariants:
+                        if not check(model, t):
+                            report(prop, tf)
+                            bad.add(tf)
+                    nxt.append((t, tf))
+                if self.stop_at_first and violated:
+                    stop = True
+                    break
+                if self.max_states is not None and len(parents) >= self.max_states:
+                    result.complete = False
+                    stop = True
+                    break
+                if self.progress is not None and transitions % 4096 == 0:
+                    now = time.perf_counter()
+                    if now - last_tick >= 1.0:
+                        last_tick = now
+                        self.progress({"depth": depth + 1, "states": len(parents),
+                                       "rate": len(parents) / (now - started), "frontier": len(frontier)})
+            frontier = nxt
+            if nxt:
+                depth += 1
+                result.level_sizes.append(len(nxt))
+            if self.progress is not None:
+                now = time.perf_counter()
+                self.progress({"depth": depth, "states": len(parents), "level_done": True,
+                               "rate": len(parents) / max(now - started, 1e-9), "frontier": len(nxt)})
+        if stop and self.stop_at_first and violated:
+            result.complete = False
+
+        result.distinct_states = len(parents)
+        result.transitions = transitions
+        result.depth = depth
+        result.coverage = dict(sorted(coverage.items()))
+        result.never_fired = sorted(set(model.action_names()) - set(coverage))
+        if self.check_liveness and result.complete:
+            from .liveness import check_liveness
+            result.liveness_checked = True
+            for prop in model.liveness:
+                lasso, unreachable = check_liveness(self, prop)
+                result.unreachable_goal[prop.id] = unreachable
+                if lasso is not None:
+                    violated[prop.id] = lasso
+        result.violations = sorted(violated.values(), key=lambda v: (v.length, v.prop.id))
+        result.seconds = time.perf_counter() - started
+        result.peak_rss_mb = peak_rss_mb()
+        return result
+
+
+
+def explore(model: Model, **kw) -> tuple[Result, Explorer]:
+    ex = Explorer(model, **kw)
+    return ex.run(), ex
+
+
+def stderr_progress(info: dict) -> None:
+    end = "\n" if info.get("level_done") and not sys.stderr.isatty() else ""
+    sys.stderr.write(f"\r  depth {info['depth']:>4}  states {info['states']:>12,}  "
+                     f"frontier {info['frontier']:>10,}  {info['rate']:>10,.0f} states/s{end}")
+    sys.stderr.flush()

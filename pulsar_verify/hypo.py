@@ -1,0 +1,95 @@
+"""One generic Hypothesis ``RuleBasedStateMachine`` per model.
+
+Each step draws one of the enabled successors (so Hypothesis shrinks towards
+short traces of early-listed actions) and every invariant and action property
+is checked after it. A failure is written as the same ITF counterexample the
+explorer writes, so ``pulsar-verify replay`` reproduces it.
+
+Profiles: ``ci`` (fast, derandomized, no example database) and ``nightly``
+(many examples, longer runs). Select with ``HYPOTHESIS_PROFILE``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from .explorer import DEADLOCK
+from .itf import trace_document, write_trace
+from .model import Model
+
+settings.register_profile("ci", max_examples=60, stateful_step_count=40, derandomize=True, database=None,
+                          deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("nightly", max_examples=5000, stateful_step_count=120, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=200, stateful_step_count=60, deadline=None)
+
+
+def load_profile() -> str:
+    name = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+    settings.load_profile(name)
+    return name
+
+
+class PropertyFailed(AssertionError):
+    pass
+
+
+def machine_for(model: Model, out_dir: Path | None = None) -> type[RuleBasedStateMachine]:
+    """A state machine class driving ``model``; failures are written under ``out_dir``."""
+
+    class ModelMachine(RuleBasedStateMachine):
+        def __init__(self):
+            super().__init__()
+            self.states: list = []
+            self.actions: list = []
+            self.succ: list = []
+
+        def _fail(self, prop, states=None, actions=None):
+            states = states or self.states
+            actions = actions if actions is not None else self.actions
+            where = ""
+            if out_dir is not None:
+                info = {"property": prop.id, "kind": prop.kind, "statement": prop.statement,
+                        "section": prop.section, "length": len(actions), "found-by": "hypothesis"}
+                path = write_trace(Path(out_dir) / f"hypothesis-{prop.id}.itf.json",
+                                   trace_document(model, states, actions, info))
+                where = f"; counterexample {path}"
+            raise PropertyFailed(f"{prop.kind} {prop.id} violated after {len(actions)} steps: "
+                                 f"{prop.statement}{where}")
+
+        @initialize(data=st.data())
+        def start(self, data):
+            s = data.draw(st.sampled_from(model.init_states()), label="init")
+            self.states = [s]
+            self.succ = model.successors(s)
+
+        @precondition(lambda self: bool(self.states))
+        @rule(data=st.data())
+        def step(self, data):
+            if not self.succ:
+                if not model.is_terminal(self.states[-1]):
+                    self._fail(DEADLOCK)
+                return
+            a, t = data.draw(st.sampled_from(self.succ), label="action")
+            s = self.states[-1]
+            for prop in model.action_properties:
+                if not prop.check(model, s, a, t):
+                    self._fail(prop, self.states + [t], self.actions + [a])
+            self.states.append(t)
+            self.actions.append(a)
+            self.succ = model.successors(t)
+
+        @invariant()
+        def invariants_hold(self):
+            if not self.states:
+                return
+            for prop in model.invariants:
+                if not prop.check(model, self.states[-1]):
+                    self._fail(prop)
+
+    ModelMachine.__name__ = f"{model.name}_{model.config.variant}".replace("-", "_")
+    return ModelMachine

@@ -1,0 +1,58 @@
+"""Immutable value types for model states beyond what Python ships frozen."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+
+class FrozenMap(tuple):
+    """An immutable, hashable map kept as a tuple of ``(key, value)`` pairs sorted by key.
+
+    Keys of one map must be mutually orderable (ints, strs or tuples of them).
+    Written to ITF as ``#map``.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, pairs: Iterable[tuple[Any, Any]] | dict = ()):
+        items = pairs.items() if isinstance(pairs, dict) else pairs
+        return super().__new__(cls, sorted(items))
+
+    @classmethod
+    def _sorted(cls, pairs: list):
+        return tuple.__new__(cls, pairs)
+
+    def get(self, key, default=None):
+        for k, v in self:
+            if k == key:
+                return v
+        return default
+
+    def __contains__(self, key) -> bool:  # type: ignore[override]
+        return any(k == key for k, _ in self)
+
+    def __getitem__(self, key):  # type: ignore[override]
+        for k, v in self:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def keys(self):
+        return [k for k, _ in self]
+
+    def values(self):
+        return [v for _, v in self]
+
+    def items(self):
+        return list(tuple.__iter__(self))
+
+    def set(self, key, value) -> "FrozenMap":
+        pairs = [(k, v) for k, v in self if k != key]
+        pairs.append((key, value))
+        pairs.sort()
+        return FrozenMap._sorted(pairs)
+
+    def remove(self, key) -> "FrozenMap":
+        return FrozenMap._sorted([(k, v) for k, v in self if k != key])
+
+    def __repr__(self) -> str:
+        return "FrozenMap({%s})" % ", ".join(f"{k!r}: {v!r}" for k, v in self)
