@@ -18,17 +18,26 @@ import attrs
 
 from .values import FrozenMap
 
-_PRIMITIVE = (int, str, bool, type(None), bytes, float)
+_PRIMITIVE = frozenset({int, str, bool, type(None), bytes, float})
 _converters: dict[type, Any] = {}
+# Canonical forms of immutable containers, by identity. Successor states share most of
+# their sub-values with their parent, so most lookups hit. Each entry keeps its object
+# alive, so an id is never reused while cached; the cache is bounded.
+_memo: dict[int, tuple] = {}
+_MEMO_LIMIT = 1 << 18
 
 
 def _canon_tuple(v):
-    return tuple([canon(x) for x in v])
+    out = [x if type(x) in _PRIMITIVE else canon(x) for x in v]
+    return v if all(a is b for a, b in zip(out, v)) else tuple(out)
 
 
 def _canon_set(v):
     items = [canon(x) for x in v]
-    items.sort(key=lambda x: marshal.dumps(x, 2))
+    try:
+        items.sort()
+    except TypeError:  # mixed element types: order by their canonical bytes
+        items.sort(key=lambda x: marshal.dumps(x, 2))
     return ("#set", tuple(items))
 
 
@@ -38,27 +47,36 @@ def _canon_map(v):
 
 def _attrs_converter(cls):
     names = [f.name for f in attrs.fields(cls)]
-    tag = cls.__qualname__
-    src = "def conv(s):\n    return (%r, %s)\n" % (
-        tag, "".join(f"canon(s.{n}), " for n in names))
-    scope = {"canon": canon}
-    exec(src, scope)  # a straight-line converter per class: no per-field loop at run time
+    body = "".join(f"    x{i} = s.{n}\n    if type(x{i}) not in P: x{i} = canon(x{i})\n"
+                   for i, n in enumerate(names))
+    src = "def conv(s):\n%s    return (%r, %s)\n" % (body, cls.__qualname__,
+                                                     "".join(f"x{i}, " for i in range(len(names))))
+    scope = {"canon": canon, "P": _PRIMITIVE}
+    exec(src, scope)  # a straight-line converter per class: no per-field loop or call for primitives
     return scope["conv"]
 
 
 def canon(v):
     """The canonical tree of a value."""
     t = type(v)
-    conv = _converters.get(t)
-    if conv is not None:
-        return conv(v)
     if t in _PRIMITIVE:
-        _converters[t] = _identity
         return v
-    if isinstance(v, FrozenMap):
-        conv = _canon_map
-    elif isinstance(v, tuple):
+    hit = _memo.get(id(v))
+    if hit is not None and hit[0] is v:
+        return hit[1]
+    conv = _converters.get(t) or _converter(v, t)
+    out = conv(v)
+    if len(_memo) >= _MEMO_LIMIT:
+        _memo.clear()
+    _memo[id(v)] = (v, out)
+    return out
+
+
+def _converter(v, t):
+    if t is tuple:
         conv = _canon_tuple
+    elif isinstance(v, FrozenMap):
+        conv = _canon_map
     elif isinstance(v, frozenset):
         conv = _canon_set
     elif attrs.has(t):
@@ -67,19 +85,24 @@ def canon(v):
         raise TypeError(f"cannot fingerprint a value of type {t.__name__}: use ints, strs, tuples, "
                         f"frozensets, FrozenMap or attrs classes")
     _converters[t] = conv
-    return conv(v)
+    return conv
 
 
-def _identity(v):
-    return v
+def _canon_top(state):
+    """Like ``canon``, without memoising the state itself: it is fingerprinted once,
+    and its entry would only evict the shared sub-values that make the memo pay."""
+    t = type(state)
+    if t in _PRIMITIVE:
+        return state
+    return (_converters.get(t) or _converter(state, t))(state)
 
 
 def encode(state) -> bytes:
     """The canonical byte encoding of a state."""
-    return marshal.dumps(canon(state), 2)
+    return marshal.dumps(_canon_top(state), 2)
 
 
 def fingerprint(state) -> int:
     """A 64-bit signed fingerprint (fits a Parquet/Spark LongType)."""
-    return int.from_bytes(blake2b(marshal.dumps(canon(state), 2), digest_size=8).digest(),
+    return int.from_bytes(blake2b(marshal.dumps(_canon_top(state), 2), digest_size=8).digest(),
                           "little", signed=True)

@@ -10,6 +10,7 @@ from .model import Model, UsageError
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 MODELS: dict[str, str] = {
+    "pip-473": "invariants.pip473:Pip473",
     "toy-lock": "tests.toy_lock:LockModel",
 }
 

@@ -1,0 +1,126 @@
+"""Properties of PIP-473, each with the section of the PIP it comes from.
+
+User-visible ones first: what a consumer receives, what a client is told,
+what an operator sees left behind. Ghost variables (``decided``,
+``acks_made``, ``applied``, ``received``, ``filtered``) record history that
+GC must not be able to erase from the properties' view.
+"""
+from __future__ import annotations
+
+from models.pip473 import Pip473
+from models.pip473.state import ACK, COMMITTED, FINAL, OPEN
+
+__all__ = ["Pip473"]
+
+SEC_HEADER = "Data Model / Header: 'OPEN -> COMMITTED and OPEN -> ABORTED are the only allowed transitions'"
+SEC_DISPATCH = "Subscribe / dispatch; Goals: 'Atomic transactions over segment:// topics'"
+SEC_GC = "Garbage collection; review comment on op-record deletion while data is retained"
+SEC_ACKS = "MetadataPendingAckStore: commit applies acks to the cursor, abort drops them"
+
+
+@Pip473.action_property("header-state-machine",
+                        "A txn header only goes OPEN -> COMMITTED or OPEN -> ABORTED, once", SEC_HEADER)
+def header_state_machine(m, s, a, t):
+    for txn, before in s.headers:
+        after = t.headers.get(txn)
+        if after is not None and after.state != before.state and before.state != OPEN:
+            return False
+    return all(t.decided.get(txn) == d for txn, d in s.decided)
+
+
+@Pip473.invariant("one-outcome",
+                  "Commit and abort never both win: the client's answer, the header and every later reader agree",
+                  "End-txn: 'The CAS on the header is the linearization point'")
+def one_outcome(m, s):
+    for txn, h in s.headers:
+        if h.state in FINAL and s.decided.get(txn) != h.state:
+            return False
+    for i, c in enumerate(s.clients, start=1):
+        if c.outcome in FINAL and s.decided.get(i) != c.outcome:
+            return False
+    return True
+
+
+@Pip473.action_property("read-committed",
+                        "No subscription or reader receives an entry of a txn that is not committed", SEC_DISPATCH)
+def read_committed(m, s, a, t):
+    if a.name != "deliver":
+        return True
+    txn = s.logs[a.param("seg")][a.param("pos")]
+    return txn == 0 or s.decided.get(txn) == COMMITTED
+
+
+@Pip473.action_property("committed-never-filtered",
+                        "No subscription or reader skips an entry of a committed txn as aborted "
+                        "(sealed segments, late subscriptions and GC included)", SEC_DISPATCH)
+def committed_never_filtered(m, s, a, t):
+    if a.name != "filter":
+        return True
+    return s.decided.get(s.logs[a.param("seg")][a.param("pos")]) != COMMITTED
+
+
+@Pip473.invariant("subscriptions-agree",
+                  "No transactional entry is delivered to one subscription and skipped as aborted by another",
+                  "Why this works: 'Sealed parents and live children both consult the same metadata'")
+def subscriptions_agree(m, s):
+    received, filtered = set(), set()
+    n = m.config.subs + m.config.late_subs
+    for i, sub in enumerate(s.subs):
+        seg = i // n
+        received.update((seg, p) for p in sub.received if s.logs[seg][p])
+        filtered.update((seg, p) for p in sub.filtered)
+    return not (received & filtered)
+
+
+@Pip473.invariant("acks-only-from-committed", "An aborted txn's acks never reach the cursor", SEC_ACKS)
+def acks_only_from_committed(m, s):
+    return all(s.decided.get(txn) == COMMITTED for _, txn in s.applied)
+
+
+@Pip473.invariant("committed-acks-not-lost",
+                  "Every ack of a committed txn is in the cursor or still recorded for its store to apply",
+                  SEC_ACKS + "; review: 'GC orphan-cleanup window vs. slow participant can lose committed work'")
+def committed_acks_not_lost(m, s):
+    n = m.config.subs + m.config.late_subs
+    recorded = {(txn, op.seg, op.sub, op.pos) for (txn, _), op in s.ops if op.kind == ACK}
+    for ack in s.acks_made:
+        txn, seg, sub, pos = ack
+        if s.decided.get(txn) == COMMITTED and ack not in recorded and pos not in s.subs[seg * n + sub].acked:
+            return False
+    return True
+
+
+@Pip473.action_property("no-write-after-end",
+                        "A send is acknowledged to the client only while its txn's header is OPEN",
+                        "Late-write race: 'The publish-path header check on the participant broker rejects "
+                        "with TxnConflict'")
+def no_write_after_end(m, s, a, t):
+    if a.name != "pub_ack":
+        return True
+    h = s.headers.get(a.param("txn"))
+    return h is not None and h.state == OPEN
+
+
+def _ending(m, s):
+    return any(c.phase == "ending" for c in s.clients)
+
+
+TC_FAIR = ("tc_read", "tc_cas", "tc_bad_version", "tc_finalize", "tc_reply", "retry_end")
+Pip473.leads_to("end-txn-completes",
+                "Every end-txn the client asks for is answered, with segments sealed mid-transaction",
+                "Why this works: 'Sealing a segment is irrelevant ... End-txn becomes a metadata-store CAS'",
+                trigger=_ending, goal=lambda m, s: not _ending(m, s), fair=TC_FAIR)
+
+
+def _uncollected(m, s):
+    return any(txn in s.headers or any(k[0] == txn for k, _ in s.ops) for txn, _ in s.decided)
+
+
+Pip473.leads_to("finalized-txns-collected",
+                "Every finalized txn's op records and header are eventually deleted",
+                "Garbage collection: two phases, participant materialization then header GC sweep",
+                trigger=_uncollected, goal=lambda m, s: not _uncollected(m, s),
+                fair=TC_FAIR + ("tb_header", "tb_index", "tb_materialize", "tb_cleanup", "pa_header",
+                                "pa_materialize", "pa_cleanup", "restart", "retention", "gc_delete_ops",
+                                "gc_delete_header", "deliver", "filter", "skip_acked", "trim", "deadline",
+                                "timeout_sweep"))

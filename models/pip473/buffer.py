@@ -1,0 +1,204 @@
+"""The segment broker's MetadataTransactionBuffer and the transactional publish flow.
+
+PIP-473 "Flows / Publish (transactional)": the header check against the
+*cached* header, ``ML.asyncAddEntry``, the op-record put, and the send-ack
+are four separate steps. "Notification mechanism": the buffer keeps a header
+cache for txns it has writes from, populated when a write is authorised and
+"kept up to date by point-watches"; ``getMaxReadPosition`` is "populated by a
+watch on idx:writes-by-segment == <my-segment> joined against the header
+cache", result "min(position over OPEN txns) - 1, capped at LAC". On the
+header watch: commit evicts the cache entry, abort marks the txn aborted,
+"After materialization, the participant deletes the op records it owns".
+"""
+from __future__ import annotations
+
+from pulsar_verify.model import act
+from pulsar_verify.values import FrozenMap, replace
+
+from . import store
+from .state import ABORTED, COMMITTED, FINAL, OPEN, WRITE, Op, Publish, State
+from .util import put
+
+
+def actions(m, s: State):
+    cfg = m.config
+    for t in range(1, cfg.txns + 1):
+        c = s.clients[t - 1]
+        if c.phase == "open" and c.sends < cfg.writes:
+            for seg in range(cfg.segments):
+                yield act("send", txn=t, seg=seg)
+    for p in s.publishes:
+        if not s.up[p.seg]:
+            continue
+        if p.stage == "check":
+            yield act("pub_check" if _check_state(s, p) == OPEN else "pub_conflict", txn=p.txn, seg=p.seg)
+        elif p.stage == "append":
+            yield act("pub_terminated" if s.sealed[p.seg] else "pub_append", txn=p.txn, seg=p.seg)
+        elif p.stage == "put":
+            yield act("pub_put", txn=p.txn, seg=p.seg)
+        elif "recheck-before-ack" in m.fixes and _store_state(s, p.txn) != OPEN:
+            yield act("pub_late", txn=p.txn, seg=p.seg)
+        else:
+            yield act("pub_ack", txn=p.txn, seg=p.seg)
+    for seg, b in enumerate(s.buffers):
+        if not s.up[seg]:
+            continue
+        for t in sorted(b.pend_hdr):
+            yield act("tb_header", seg=seg, txn=t)
+        if b.pend_idx:
+            yield act("tb_index", seg=seg)
+        for t, state in b.hdr:
+            if state in FINAL and t not in b.done:
+                yield act("tb_materialize", seg=seg, txn=t)
+        if "keep-decisions-with-data" not in m.fixes:
+            for t in sorted(b.done):
+                if any(k[0] == t and op.kind == WRITE and op.seg == seg for k, op in s.ops):
+                    yield act("tb_cleanup", seg=seg, txn=t)
+
+
+def _store_state(s: State, txn: int) -> str | None:
+    h = s.headers.get(txn)
+    return None if h is None else h.state
+
+
+def _check_state(s: State, p: Publish) -> str | None:
+    """"read /txn/<txnId>.state (cached)": the cache first, else the store."""
+    cached = s.buffers[p.seg].hdr.get(p.txn)
+    return cached if cached is not None else _store_state(s, p.txn)
+
+
+def _publish(s: State, txn: int, seg: int) -> Publish:
+    return next(p for p in s.publishes if p.txn == txn and p.seg == seg)
+
+
+def _replace(s: State, old: Publish, new: Publish | None) -> tuple:
+    items = list(s.publishes)
+    items.remove(old)
+    if new is not None:
+        items.append(new)
+    return tuple(sorted(items))
+
+
+def _client(s: State, txn: int, **changes) -> tuple:
+    return put(s.clients, txn - 1, replace(s.clients[txn - 1], **changes))
+
+
+def _buffer(s: State, seg: int, **changes) -> tuple:
+    return put(s.buffers, seg, replace(s.buffers[seg], **changes))
+
+
+def send(m, s, a):
+    t, seg = a.param("txn"), a.param("seg")
+    c = s.clients[t - 1]
+    return replace(s, publishes=tuple(sorted(s.publishes + (Publish(t, seg, "check"),))),
+                        clients=_client(s, t, sends=c.sends + 1))
+
+
+def pub_check(m, s, a):
+    """The header read authorises the write and caches the header (with its point watch)."""
+    p = _publish(s, a.param("txn"), a.param("seg"))
+    b = s.buffers[p.seg]
+    if p.txn not in b.hdr:
+        s = replace(s, buffers=_buffer(s, p.seg, hdr=b.hdr.set(p.txn, _store_state(s, p.txn))))
+    return replace(s, publishes=_replace(s, p, replace(p, stage="append")))
+
+
+def pub_conflict(m, s, a):
+    """state != OPEN: TxnConflict to the client."""
+    p = _publish(s, a.param("txn"), a.param("seg"))
+    return replace(s, publishes=_replace(s, p, None), clients=_client(s, p.txn, failed=True))
+
+
+def pub_append(m, s, a):
+    p = _publish(s, a.param("txn"), a.param("seg"))
+    log = s.logs[p.seg]
+    return replace(s, logs=put(s.logs, p.seg, log + (p.txn,)),
+                        publishes=_replace(s, p, replace(p, stage="put", pos=len(log))))
+
+
+def pub_terminated(m, s, a):
+    """The segment was sealed: TopicTerminated; the client re-routes the send (its slot is free again)."""
+    p = _publish(s, a.param("txn"), a.param("seg"))
+    c = s.clients[p.txn - 1]
+    return replace(s, publishes=_replace(s, p, None), clients=_client(s, p.txn, sends=c.sends - 1))
+
+
+def pub_put(m, s, a):
+    p = _publish(s, a.param("txn"), a.param("seg"))
+    s = store.put_op(s, p.txn, Op(WRITE, p.seg, -1, p.pos))
+    return replace(s, publishes=_replace(s, p, replace(p, stage="ack")))
+
+
+def pub_ack(m, s, a):
+    p = _publish(s, a.param("txn"), a.param("seg"))
+    return replace(s, publishes=_replace(s, p, None), acked_sends=s.acked_sends | {(p.txn, p.seg, p.pos)})
+
+
+def pub_late(m, s, a):
+    """Fix ``recheck-before-ack``: the header left OPEN meanwhile: TxnConflict, not a send-ack."""
+    p = _publish(s, a.param("txn"), a.param("seg"))
+    return replace(s, publishes=_replace(s, p, None), clients=_client(s, p.txn, failed=True))
+
+
+def tb_header(m, s, a):
+    """A header notification reaches the cache: it reloads the current value."""
+    seg, t = a.param("seg"), a.param("txn")
+    b = s.buffers[seg]
+    state = _store_state(s, t)
+    hdr = b.hdr.remove(t) if state is None else b.hdr.set(t, state)
+    return replace(s, buffers=_buffer(s, seg, hdr=hdr, pend_hdr=b.pend_hdr - {t}))
+
+
+def tb_index(m, s, a):
+    """The idx:writes-by-segment notification: reload the view, join against the header cache."""
+    seg = a.param("seg")
+    b = s.buffers[seg]
+    return replace(s, buffers=put(s.buffers, seg, load_index(s, seg, b)))
+
+
+def load_index(s: State, seg: int, b):
+    writes = store.writes_by_segment(s, seg)
+    hdr = b.hdr
+    for t in writes:
+        if t not in hdr and t not in b.done and _store_state(s, t) is not None:
+            hdr = hdr.set(t, _store_state(s, t))
+    return replace(b, writes=FrozenMap(writes), hdr=hdr, pend_idx=False)
+
+
+def tb_materialize(m, s, a):
+    """Commit: evict the cache entry (no longer pins maxReadPosition). Abort: mark aborted."""
+    seg, t = a.param("seg"), a.param("txn")
+    b = s.buffers[seg]
+    if b.hdr[t] == COMMITTED:
+        b = replace(b, hdr=b.hdr.remove(t), done=b.done | {t})
+    else:
+        b = replace(b, aborted=b.aborted | {t}, done=b.done | {t})
+    return replace(s, buffers=put(s.buffers, seg, b))
+
+
+def tb_cleanup(m, s, a):
+    """Delete the op records this buffer owns for the txn."""
+    seg, t = a.param("seg"), a.param("txn")
+    keys = [k for k, op in s.ops if k[0] == t and op.kind == WRITE and op.seg == seg]
+    return store.delete_ops(s, keys)
+
+
+def max_read_position(m, s: State, seg: int) -> int:
+    """min(position over OPEN txns) - 1, capped at LAC."""
+    b = s.buffers[seg]
+    lac = len(s.logs[seg]) - 1
+    opens = [positions[0] for t, positions in b.writes if b.hdr.get(t) == OPEN]
+    return min(min(opens) - 1, lac) if opens else lac
+
+
+def txn_status(s: State, seg: int, txn: int) -> str | None:
+    """What ``isTxnAborted`` sees: the buffer's caches, else a header read; None if no header."""
+    b = s.buffers[seg]
+    if txn in b.aborted:
+        return ABORTED
+    cached = b.hdr.get(txn)
+    return cached if cached is not None else _store_state(s, txn)
+
+
+APPLY = {f.__name__: f for f in (send, pub_check, pub_conflict, pub_append, pub_terminated, pub_put, pub_ack,
+                                 pub_late, tb_header, tb_index, tb_materialize, tb_cleanup)}

@@ -1,0 +1,178 @@
+"""Transaction Coordinator V5 and the client's end of the transaction.
+
+PIP-473 "Transaction Coordinator V5":
+- ``newTxn``: create ``/txn/<txnId>`` with state=OPEN.
+- ``endTxn(COMMIT|ABORT)``: "A single CAS on /txn/<txnId>.state. After it
+  returns, the TC sets finalized_ms on the header and acks the client." The
+  read that yields the expected version, the CAS, its BadVersion failure, the
+  finalize put and the reply are separate actions; a TC crash between any two
+  loses the request (the client retries).
+- Timeout sweep: "Range-query idx:txn-by-deadline for entries with timeout_ms
+  <= now, abort each (same single-CAS flow)"; time passing is the
+  nondeterministic ``deadline`` event.
+- GC sweep: "Range-query idx:txn-by-final-state for entries past retention;
+  for each, verify /txn-op/<txnId>/* is empty (force-delete leftovers);
+  delete header"; the retention window passing is the ``retention`` event.
+"""
+from __future__ import annotations
+
+from pulsar_verify.model import act
+from pulsar_verify.values import replace
+
+from . import store
+from .state import ABORTED, ACK, COMMITTED, FINAL, OPEN, WRITE, Client, End, Header, State
+from .util import put
+
+
+def actions(m, s: State):
+    cfg = m.config
+    for t in range(1, cfg.txns + 1):
+        c = s.clients[t - 1]
+        h = s.headers.get(t)
+        if c.phase == "idle":
+            yield act("new_txn", txn=t)
+        elif c.phase == "open" and not any(p.txn == t for p in s.publishes):
+            # The client waits for its sends before ending; after a failed send it may only abort.
+            if not c.failed:
+                yield act("end_txn", txn=t, want=COMMITTED)
+            yield act("end_txn", txn=t, want=ABORTED)
+        elif c.phase == "ending" and not any(e.txn == t and e.origin == "client" for e in s.ends):
+            yield act("retry_end", txn=t)
+        if h is not None and h.state == OPEN and t not in s.expired and cfg.timeouts:
+            yield act("deadline", txn=t)
+        if t in s.expired and h is not None and h.state == OPEN \
+                and not any(e.txn == t and e.origin == "timeout" for e in s.ends):
+            yield act("timeout_sweep", txn=t)
+        if cfg.gc and h is not None and h.state in FINAL and h.finalized and t not in s.retired:
+            yield act("retention", txn=t)
+    if cfg.gc:
+        for t in store.txn_by_final_state(s):
+            if forced_deletions(m, s, t):
+                yield act("gc_delete_ops", txn=t)
+            if not store.ops_of(s, t):
+                yield act("gc_delete_header", txn=t)
+    for e in s.ends:
+        if e.stage in ("cas", "finalize"):
+            h = s.headers.get(e.txn)
+            ok = h is not None and (h.version == e.version or "mutant:blind-cas" == m.config.variant)
+            yield act(f"tc_{e.stage}" if ok else "tc_bad_version", txn=e.txn, origin=e.origin)
+        else:
+            yield act("tc_" + e.stage, txn=e.txn, origin=e.origin)
+    if s.ends and s.tc_crashes < cfg.tc_crashes:
+        yield act("tc_crash")
+
+
+def forced_deletions(m, s: State, txn: int) -> list:
+    """The leftovers the GC sweep force-deletes. As written: every op record of the txn."""
+    keys = store.ops_of(s, txn)
+    if "gc-waits-for-participants" in m.fixes and s.headers[txn].state == COMMITTED:
+        keys = [k for k in keys if s.ops[k].kind != ACK]  # committed acks wait for their store
+    if "keep-decisions-with-data" in m.fixes:
+        keys = [k for k in keys if s.ops[k].kind != WRITE]  # write records go with the data
+    return keys
+
+
+def _end(s: State, txn: int, origin: str) -> End:
+    return next(e for e in s.ends if e.txn == txn and e.origin == origin)
+
+
+def _replace_end(s: State, old: End, new: End | None) -> tuple:
+    ends = [e for e in s.ends if e != old] + ([new] if new is not None else [])
+    return tuple(sorted(ends))
+
+
+def _client(s: State, txn: int, **changes) -> tuple:
+    return put(s.clients, txn - 1, replace(s.clients[txn - 1], **changes))
+
+
+def new_txn(m, s, a):
+    t = a.param("txn")
+    s = store.set_header(s, t, Header(OPEN, False, 0))
+    return replace(s, clients=_client(s, t, phase="open"))
+
+
+def end_txn(m, s, a):
+    t, want = a.param("txn"), a.param("want")
+    ends = tuple(sorted(s.ends + (End(t, "client", want, "read"),)))
+    return replace(s, ends=ends, clients=_client(s, t, phase="ending", want=want))
+
+
+def retry_end(m, s, a):
+    """The client's end-txn got no reply (the TC crashed): it asks again for the same outcome."""
+    t = a.param("txn")
+    return replace(s, ends=tuple(sorted(s.ends + (End(t, "client", s.clients[t - 1].want, "read"),))))
+
+
+def tc_read(m, s, a):
+    e = _end(s, a.param("txn"), a.param("origin"))
+    h = s.headers.get(e.txn)
+    if h is None:
+        new = replace(e, stage="reply", outcome="NOT_FOUND")
+    elif h.state == OPEN:
+        new = replace(e, stage="cas", version=h.version)
+    elif h.state == e.want and not h.finalized:
+        new = replace(e, stage="finalize", version=h.version, outcome=h.state)
+    else:
+        new = replace(e, stage="reply", outcome=h.state)
+    return replace(s, ends=_replace_end(s, e, new))
+
+
+def tc_cas(m, s, a):
+    e = _end(s, a.param("txn"), a.param("origin"))
+    h = s.headers[e.txn]
+    written = "finalize-in-cas" in m.fixes
+    s = store.set_header(s, e.txn, Header(e.want, written, h.version + 1))
+    new = replace(e, stage="reply" if written else "finalize", version=h.version + 1, outcome=e.want)
+    return replace(s, ends=_replace_end(s, e, new), decided=s.decided.set(e.txn, e.want))
+
+
+def tc_bad_version(m, s, a):
+    """BadVersion (or NoNode) on the CAS or the finalize put: the header changed since the read; read again."""
+    e = _end(s, a.param("txn"), a.param("origin"))
+    return replace(s, ends=_replace_end(s, e, replace(e, stage="read", version=-1)))
+
+
+def tc_finalize(m, s, a):
+    e = _end(s, a.param("txn"), a.param("origin"))
+    h = s.headers[e.txn]
+    s = store.set_header(s, e.txn, Header(h.state, True, h.version + 1))
+    return replace(s, ends=_replace_end(s, e, replace(e, stage="reply")))
+
+
+def tc_reply(m, s, a):
+    e = _end(s, a.param("txn"), a.param("origin"))
+    s = replace(s, ends=_replace_end(s, e, None))
+    if e.origin == "client":
+        s = replace(s, clients=_client(s, e.txn, phase="done", outcome=e.outcome))
+    return s
+
+
+def tc_crash(m, s, a):
+    """The TC loses its in-flight requests; its state is all in the store."""
+    return replace(s, ends=(), tc_crashes=s.tc_crashes + 1)
+
+
+def deadline(m, s, a):
+    return replace(s, expired=s.expired | {a.param("txn")})
+
+
+def timeout_sweep(m, s, a):
+    t = a.param("txn")
+    return replace(s, ends=tuple(sorted(s.ends + (End(t, "timeout", ABORTED, "read"),))))
+
+
+def retention(m, s, a):
+    return replace(s, retired=s.retired | {a.param("txn")})
+
+
+def gc_delete_ops(m, s, a):
+    return store.delete_ops(s, forced_deletions(m, s, a.param("txn")))
+
+
+def gc_delete_header(m, s, a):
+    return store.set_header(s, a.param("txn"), None)
+
+
+APPLY = {f.__name__: f for f in (new_txn, end_txn, retry_end, tc_read, tc_cas, tc_bad_version, tc_finalize,
+                                 tc_reply, tc_crash, deadline, timeout_sweep, retention, gc_delete_ops,
+                                 gc_delete_header)}

@@ -1,0 +1,104 @@
+"""PIP-473 metadata-driven transactions, as written (``shared/seeds/000_*.txt``),
+with the review questions of ``001_*.txt`` in mind.
+
+One segment broker per segment hosts its MetadataTransactionBuffer, the
+MetadataPendingAckStore of each subscription and the dispatchers. Every step
+the PIP makes separate is a separate action; notifications are delivered by
+their own actions, so they can be late and interleave with everything else.
+A notification lost with a session is re-read on reconnect, which the model
+covers as a late delivery of the current value.
+"""
+from __future__ import annotations
+
+from pulsar_verify.model import Model, Param, Variant
+from pulsar_verify.values import FrozenMap
+
+from . import buffer, coordinator, dispatcher, lifecycle, pending_ack
+from .state import Buffer, Client, PendingAck, State, Sub
+
+MODULES = (coordinator, buffer, pending_ack, dispatcher, lifecycle)
+FIXES = {
+    "open-entry-barrier": "the dispatcher never passes an entry of a txn whose header is still OPEN",
+    "finalize-in-cas": "finalized_ms is set in the same CAS that decides the txn (as the sequence diagram has it)",
+    "recheck-before-ack": "the send-ack re-reads the header and answers TxnConflict if it left OPEN",
+    "gc-waits-for-participants": "the GC sweep never force-deletes the ack records of a committed txn",
+    "keep-decisions-with-data": "write op records (and so the header) live until retention trims their entry",
+}
+MUTANTS = {
+    "mutant:blind-cas": "the TC's CAS ignores the version (checks header-state-machine, one-outcome)",
+    "mutant:deliver-aborted": "the dispatcher ignores isTxnAborted (checks read-committed)",
+    "mutant:apply-aborted-acks": "aborted acks are applied to the cursor (checks acks-only-from-committed)",
+}
+
+
+class Pip473(Model):
+    name = "pip-473"
+    title = "PIP-473 Metadata-Driven Transactions for Scalable Topics"
+    source = "shared/seeds/000_c973aa9b5a217997.txt"
+    variants = (
+        (Variant("as-written", "the protocol as PIP-473 describes it", "as-written"),)
+        + tuple(Variant(name, desc, "fix") for name, desc in FIXES.items())
+        + (Variant("all-fixes", "every fix above together", "fix"),)
+        + tuple(Variant(name, desc, "mutant") for name, desc in MUTANTS.items())
+    )
+    params = {
+        "txns": Param(2, "transactions", 1, 4),
+        "segments": Param(2, "segments", 1, 3),
+        "subs": Param(1, "subscriptions existing from the start", 1, 2),
+        "late_subs": Param(1, "subscriptions created later, reading from the earliest entry", 0, 1),
+        "writes": Param(1, "transactional sends per txn", 0, 3),
+        "acks": Param(1, "transactional acks per txn", 0, 2),
+        "nontxn": Param(0, "non-transactional sends in all", 0, 3),
+        "crashes": Param(1, "segment-broker crashes in all", 0, 3),
+        "tc_crashes": Param(1, "TC crashes in all", 0, 2),
+        "seals": Param(1, "segments sealed (split/merge) in all", 0, 3),
+        "timeouts": Param(True, "txn deadlines may pass"),
+        "gc": Param(True, "the retention window may pass and the GC sweep run"),
+        "trim": Param(True, "retention may trim entries every subscription has read"),
+    }
+    review_bounds = {}
+    action_labels = tuple(sorted({name for mod in MODULES for name in mod.APPLY}))
+
+    def __init__(self, config):
+        super().__init__(config)
+        v = config.variant
+        self.fixes = frozenset(FIXES) if v == "all-fixes" or v.startswith("mutant:") else (
+            frozenset({v}) if v in FIXES else frozenset())
+        self._apply = {name: fn for mod in MODULES for name, fn in mod.APPLY.items()}
+
+    def action_names(self):
+        names = set(self.action_labels)
+        if "recheck-before-ack" not in self.fixes:
+            names.discard("pub_late")
+        if "keep-decisions-with-data" in self.fixes:
+            names.discard("tb_cleanup")
+        if not self.config.gc:
+            names -= {"retention", "gc_delete_ops", "gc_delete_header"}
+        if not self.config.tc_crashes:
+            names -= {"tc_crash", "retry_end"}
+        return sorted(names)
+
+    def init_states(self):
+        c = self.config
+        n = c.subs + c.late_subs
+        subs = tuple(Sub(exists=(i % n) < c.subs) for i in range(c.segments * n))
+        return [State(
+            headers=FrozenMap(), ops=FrozenMap(), seqs=(0,) * c.txns,
+            logs=((),) * c.segments, first=(0,) * c.segments, sealed=(False,) * c.segments, nontxn=0,
+            up=(True,) * c.segments, buffers=(Buffer(),) * c.segments,
+            pending=(PendingAck(),) * (c.segments * n), subs=subs, publishes=(),
+            ends=(), clients=(Client(),) * c.txns, expired=frozenset(), retired=frozenset(),
+            crashes=0, tc_crashes=0, seals=0,
+            decided=FrozenMap(), acks_made=frozenset(), applied=FrozenMap(), acked_sends=frozenset(),
+        )]
+
+    def actions(self, state):
+        for mod in MODULES:
+            yield from mod.actions(self, state)
+
+    def next_state(self, state, action):
+        return self._apply[action.name](self, state, action)
+
+    def is_terminal(self, state):
+        """Every transaction the clients started has ended and nothing is in flight."""
+        return not state.publishes and not state.ends and all(c.phase in ("idle", "done") for c in state.clients)
