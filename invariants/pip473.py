@@ -120,7 +120,7 @@ Pip473.leads_to("finalized-txns-collected",
                 "Every finalized txn's op records and header are eventually deleted",
                 "Garbage collection: two phases, participant materialization then header GC sweep",
                 trigger=_uncollected, goal=lambda m, s: not _uncollected(m, s),
-                fair=TC_FAIR + ("tb_header", "tb_index", "tb_materialize", "tb_cleanup", "pa_header",
+                fair=TC_FAIR + ("tb_header", "tb_index", "tb_materialize", "tb_cleanup", "tb_reap", "pa_reap", "pa_header",
                                 "pa_materialize", "pa_cleanup", "restart", "retention", "gc_delete_ops",
                                 "gc_delete_header", "deliver", "filter", "skip_acked", "trim", "deadline",
                                 "timeout_sweep"))

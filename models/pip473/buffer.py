@@ -52,8 +52,17 @@ def actions(m, s: State):
                 yield act("tb_materialize", seg=seg, txn=t)
         if "keep-decisions-with-data" not in m.fixes:
             for t in sorted(b.done):
-                if any(k[0] == t and op.kind == WRITE and op.seg == seg for k, op in s.ops):
+                if _records(s, t, seg):
                     yield act("tb_cleanup", seg=seg, txn=t)
+        if "owners-reap-orphans" in m.fixes:
+            for t, _ in b.writes:
+                if t not in s.headers and _records(s, t, seg):
+                    yield act("tb_reap", seg=seg, txn=t)
+
+
+def _records(s: State, txn: int, seg: int) -> list:
+    """The write op records of ``txn`` this segment's buffer owns."""
+    return [k for k, op in s.ops if k[0] == txn and op.kind == WRITE and op.seg == seg]
 
 
 def _store_state(s: State, txn: int) -> str | None:
@@ -178,9 +187,13 @@ def tb_materialize(m, s, a):
 
 def tb_cleanup(m, s, a):
     """Delete the op records this buffer owns for the txn."""
-    seg, t = a.param("seg"), a.param("txn")
-    keys = [k for k, op in s.ops if k[0] == t and op.kind == WRITE and op.seg == seg]
-    return store.delete_ops(s, keys)
+    return store.delete_ops(s, _records(s, a.param("txn"), a.param("seg")))
+
+
+def tb_reap(m, s, a):
+    """Fix ``owners-reap-orphans``: records of a txn whose header is gone can only be
+    leftovers of a write that landed after the GC sweep; nobody else will delete them."""
+    return store.delete_ops(s, _records(s, a.param("txn"), a.param("seg")))
 
 
 def max_read_position(m, s: State, seg: int) -> int:
@@ -201,4 +214,4 @@ def txn_status(s: State, seg: int, txn: int) -> str | None:
 
 
 APPLY = {f.__name__: f for f in (send, pub_check, pub_conflict, pub_append, pub_terminated, pub_put, pub_ack,
-                                 pub_late, tb_header, tb_index, tb_materialize, tb_cleanup)}
+                                 pub_late, tb_header, tb_index, tb_materialize, tb_cleanup, tb_reap)}

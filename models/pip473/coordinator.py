@@ -67,8 +67,8 @@ def forced_deletions(m, s: State, txn: int) -> list:
     keys = store.ops_of(s, txn)
     if "gc-waits-for-participants" in m.fixes and s.headers[txn].state == COMMITTED:
         keys = [k for k in keys if s.ops[k].kind != ACK]  # committed acks wait for their store
-    if "keep-decisions-with-data" in m.fixes:
-        keys = [k for k in keys if s.ops[k].kind != WRITE]  # write records go with the data
+    if "keep-decisions-with-data" in m.fixes:  # a write record lives exactly as long as its entry
+        keys = [k for k in keys if s.ops[k].kind != WRITE or s.ops[k].pos < s.first[s.ops[k].seg]]
     return keys
 
 

@@ -23,6 +23,7 @@ FIXES = {
     "recheck-before-ack": "the send-ack re-reads the header and answers TxnConflict if it left OPEN",
     "gc-waits-for-participants": "the GC sweep never force-deletes the ack records of a committed txn",
     "keep-decisions-with-data": "write op records (and so the header) live until retention trims their entry",
+    "owners-reap-orphans": "a buffer or pending-ack store deletes its op records of a txn whose header is gone",
 }
 MUTANTS = {
     "mutant:blind-cas": "the TC's CAS ignores the version (checks header-state-machine, one-outcome)",
@@ -72,6 +73,8 @@ class Pip473(Model):
             names.discard("pub_late")
         if "keep-decisions-with-data" in self.fixes:
             names.discard("tb_cleanup")
+        if "owners-reap-orphans" not in self.fixes:
+            names -= {"tb_reap", "pa_reap"}
         if not self.config.gc:
             names -= {"retention", "gc_delete_ops", "gc_delete_header"}
         if not self.config.tc_crashes:

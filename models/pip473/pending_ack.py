@@ -44,6 +44,10 @@ def actions(m, s: State):
         for t in sorted(p.done):
             if _records(s, t, seg, sub):
                 yield act("pa_cleanup", seg=seg, sub=sub, txn=t)
+        if "owners-reap-orphans" in m.fixes:
+            for t, _ in p.acks:
+                if t not in s.headers and _records(s, t, seg, sub):
+                    yield act("pa_reap", seg=seg, sub=sub, txn=t)
 
 
 def _records(s: State, txn: int, seg: int, sub: int) -> list:
@@ -99,4 +103,13 @@ def pa_cleanup(m, s, a):
     return store.delete_ops(s, _records(s, t, seg, sub))
 
 
-APPLY = {f.__name__: f for f in (txn_ack, pa_header, pa_materialize, pa_cleanup)}
+def pa_reap(m, s, a):
+    """Fix ``owners-reap-orphans``: ack records of a txn whose header is gone."""
+    seg, sub, t = a.param("seg"), a.param("sub"), a.param("txn")
+    i = _index(m, seg, sub)
+    p = s.pending[i]
+    s = store.delete_ops(s, _records(s, t, seg, sub))
+    return replace(s, pending=put(s.pending, i, replace(p, acks=p.acks.remove(t), hdr=p.hdr.remove(t))))
+
+
+APPLY = {f.__name__: f for f in (txn_ack, pa_header, pa_materialize, pa_cleanup, pa_reap)}
