@@ -59,10 +59,12 @@ def committed_never_filtered(m, s, a, t):
     return s.decided.get(s.logs[a.param("seg")][a.param("pos")]) != COMMITTED
 
 
-@Pip473.invariant("subscriptions-agree",
-                  "No transactional entry is delivered to one subscription and skipped as aborted by another",
-                  "Why this works: 'Sealed parents and live children both consult the same metadata'")
-def subscriptions_agree(m, s):
+@Pip473.invariant("dispatch-decisions-agree",
+                  "No transactional entry is delivered to one subscription (or before a broker restart) and "
+                  "skipped as aborted by another (or after)",
+                  "Recovery: 'the participant re-derives state from the header on restart'; Why this works: "
+                  "'Sealed parents and live children both consult the same metadata'")
+def dispatch_decisions_agree(m, s):
     received, filtered = set(), set()
     n = m.config.subs + m.config.late_subs
     for i, sub in enumerate(s.subs):
@@ -120,7 +122,6 @@ Pip473.leads_to("finalized-txns-collected",
                 "Every finalized txn's op records and header are eventually deleted",
                 "Garbage collection: two phases, participant materialization then header GC sweep",
                 trigger=_uncollected, goal=lambda m, s: not _uncollected(m, s),
-                fair=TC_FAIR + ("tb_header", "tb_index", "tb_materialize", "tb_cleanup", "tb_reap", "pa_reap", "pa_header",
-                                "pa_materialize", "pa_cleanup", "restart", "retention", "gc_delete_ops",
-                                "gc_delete_header", "deliver", "filter", "skip_acked", "trim", "deadline",
-                                "timeout_sweep"))
+                fair=TC_FAIR + ("tb_header", "tb_index", "tb_cleanup", "tb_reap", "pa_header", "pa_cleanup",
+                                "pa_reap", "restart", "gc_delete_ops", "gc_delete_header", "deliver", "filter",
+                                "skip_acked", "trim", "timeout_sweep"))

@@ -56,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("explore", help="exhaustive exploration of one model variant")
     ex.add_argument("model")
     ex.add_argument("--variant", default="as-written")
+    ex.add_argument("--bounds", default="default", metavar="PRESET", help="a named bound set (see list)")
     ex.add_argument("--set", action="append", metavar="KEY=VALUE", help="a bound or fault switch")
     ex.add_argument("--max-depth", type=_positive)
     ex.add_argument("--max-states", type=_positive)
@@ -68,7 +69,7 @@ def parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("replay", help="re-execute an ITF counterexample and re-check its property")
     rp.add_argument("file", type=Path)
-    rp.add_argument("--quiet", action="store_true", help="do not print the steps")
+    rp.add_argument("--variant", help="try the file's actions against another variant (does a fix kill it?)")
 
     pv = sub.add_parser("prove", help="Z3 proof obligations")
     pv.add_argument("model", nargs="?")
@@ -87,6 +88,9 @@ def cmd_list(args) -> int:
             "model": cls.name, "title": cls.title, "source": cls.source,
             "variants": [{"name": v.name, "kind": v.kind, "description": v.description} for v in cls.variants],
             "params": {k: {"default": p.default, "help": p.help} for k, p in cls.params.items()},
+            "bounds": {name: {**{k: p.default for k, p in cls.params.items()}, **values}
+                       for name, values in cls.presets.items()},
+            "large_bounds": list(cls.large_presets),
             "properties": [{"id": p.id, "kind": p.kind, "statement": p.statement, "section": p.section,
                             "variants": list(p.variants) if p.variants else "all"} for p in cls.properties],
         })
@@ -98,7 +102,12 @@ def cmd_list(args) -> int:
         for v in row["variants"]:
             print(f"  variant {v['name']:<28} {v['kind']:<10} {v['description']}")
         for k, p in row["params"].items():
-            print(f"  set     {k}={p['default']!s:<24} {p['help']}")
+            print(f"  set     {k + '=' + str(p['default']):<28} {p['help']}")
+        for name, values in row["bounds"].items():
+            changed = {k: v for k, v in values.items() if v != row["params"][k]["default"]}
+            tag = " (Spark-scale)" if name in row["large_bounds"] else ""
+            print(f"  bounds  {name:<28} " + (" ".join(f"{k}={v}" for k, v in changed.items()) or "the defaults")
+                  + tag)
         for p in row["properties"]:
             print(f"  {p['kind']:<9} {p['id']:<28} {p['statement']}  ({p['section']})")
         print()
@@ -123,8 +132,8 @@ def write_violations(model, result: Result, out: Path) -> None:
 
 
 def cmd_explore(args) -> int:
-    model = registry.build(args.model, args.variant, _settings(args.set))
-    out = args.out or DEFAULT_OUT / model.name / model.config.variant
+    model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds)
+    out = args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds
     progress = None if (args.quiet or args.json) else stderr_progress
     if not args.json:
         print(f"exploring {model.name} [{model.config!r}] engine={args.engine}", file=sys.stderr)
@@ -167,7 +176,7 @@ def human_summary(model, r: Result) -> str:
 
 def cmd_replay(args) -> int:
     from .replay import replay
-    outcome = replay(args.file)
+    outcome = replay(args.file, args.variant)
     print(outcome.message)
     return 1 if outcome.reproduced else 0
 
@@ -187,22 +196,27 @@ def cmd_review(args) -> int:
     rows = []
     for cls in registry.all_models():
         for variant in cls.variant_names():
-            model = cls(cls.make_config(variant, values=cls.review_bounds))
-            for engine in engines:
-                out = args.out / model.name / variant / engine
-                r = run_exploration(model, engine, master=args.master, out=out)
-                write_violations(model, r, out)
-                out.mkdir(parents=True, exist_ok=True)
-                (out / "summary.json").write_text(json.dumps(r.summary(), indent=2) + "\n")
-                rows.append((model.name, variant, engine, r))
-                print(f"{model.name:<10} {variant:<28} {engine:<6} {r.distinct_states:>10,} states "
-                      f"{r.transitions:>11,} transitions depth {r.depth:>3}  {r.seconds:7.2f}s  "
-                      f"violated: {', '.join(v.prop.id for v in r.violations) or '-'}")
-    lines = ["# pulsar-verify review", "", "| model | variant | engine | states | transitions | depth | violated |",
-             "|---|---|---|---:|---:|---:|---|"]
-    for name, variant, engine, r in rows:
-        lines.append(f"| {name} | {variant} | {engine} | {r.distinct_states:,} | {r.transitions:,} | {r.depth} | "
-                     f"{', '.join(v.prop.id for v in r.violations) or '-'} |")
+            for preset in cls.presets:
+                if preset in cls.large_presets:
+                    continue
+                model = cls(cls.make_config(variant, preset=preset))
+                # Spark runs the default bounds: its per-level overhead buys nothing on small runs.
+                for engine in engines if preset == "default" else ["local"]:
+                    out = args.out / model.name / variant / preset / engine
+                    r = run_exploration(model, engine, master=args.master, out=out)
+                    write_violations(model, r, out)
+                    out.mkdir(parents=True, exist_ok=True)
+                    (out / "summary.json").write_text(json.dumps(r.summary(), indent=2) + "\n")
+                    rows.append((model.name, variant, preset, engine, r))
+                    print(f"{model.name:<9} {variant:<26} {preset:<9} {engine:<6} {r.distinct_states:>9,} states "
+                          f"{r.transitions:>10,} transitions depth {r.depth:>3} {r.seconds:7.2f}s  "
+                          f"violated: {', '.join(v.prop.id for v in r.violations) or '-'}", flush=True)
+    lines = ["# pulsar-verify review", "",
+             "| model | variant | bounds | engine | states | transitions | depth | violated |",
+             "|---|---|---|---|---:|---:|---:|---|"]
+    for name, variant, preset, engine, r in rows:
+        lines.append(f"| {name} | {variant} | {preset} | {engine} | {r.distinct_states:,} | {r.transitions:,} | "
+                     f"{r.depth} | {', '.join(v.prop.id for v in r.violations) or '-'} |")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "index.md").write_text("\n".join(lines) + "\n")
     print(f"report: {args.out / 'index.md'}")

@@ -7,6 +7,7 @@ is not expanded further (what lies beyond a broken state is not evidence).
 """
 from __future__ import annotations
 
+import gc
 import resource
 import sys
 import time
@@ -98,7 +99,7 @@ class Explorer:
         self.parents: dict[int, tuple[int | None, Action | None]] = {}
         self.init_by_fp: dict[int, Any] = {}
         self.graph: dict[int, list[tuple[Action, int]]] | None = {} if self.check_liveness else None
-        self.labels: dict[int, tuple] = {}  # fp -> ((trigger, goal) per liveness property)
+        self.labels: dict[int, tuple] = {}  # fp -> (BFS depth, (trigger, goal) per liveness property)
 
     # -- counterexamples ----------------------------------------------------
     def path_to(self, fp: int) -> tuple[list, list]:
@@ -120,6 +121,17 @@ class Explorer:
 
     # -- the search ---------------------------------------------------------
     def run(self) -> Result:
+        # States are acyclic immutable values: the cyclic collector would only rescan the
+        # ever-growing visited set (quadratic slow-down), so it is paused during the search.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run()
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _run(self) -> Result:
         model = self.model
         result = Result(model.name, model.config.variant, model.config.as_dict())
         started = time.perf_counter()
@@ -147,8 +159,8 @@ class Explorer:
         goals = [(p.trigger, p.goal) for p in model.liveness] if graph is not None else None
         labels = self.labels
 
-        def label(s):
-            return tuple((trig is None or bool(trig(model, s)), bool(goal(model, s))) for trig, goal in goals)
+        def label(s, depth):
+            return depth, tuple((trig is None or bool(trig(model, s)), bool(goal(model, s))) for trig, goal in goals)
 
         frontier = []
         for s in model.init_states():
@@ -158,7 +170,7 @@ class Explorer:
             parents[fp] = (None, None)
             self.init_by_fp[fp] = s
             if goals is not None:
-                labels[fp] = label(s)
+                labels[fp] = label(s, 0)
             for prop, check in invariants:
                 if not check(model, s):
                     report(prop, fp)
@@ -196,7 +208,7 @@ class Explorer:
                         continue
                     parents[tf] = (fp, a)
                     if goals is not None:
-                        labels[tf] = label(t)
+                        labels[tf] = label(t, depth + 1)
                     for prop, check in invariants:
                         if not check(model, t):
                             report(prop, tf)

@@ -11,6 +11,7 @@ counts) and hashed with BLAKE2b. The result is identical across processes,
 from __future__ import annotations
 
 import marshal
+import operator
 from hashlib import blake2b
 from typing import Any
 
@@ -46,14 +47,19 @@ def _canon_map(v):
 
 
 def _attrs_converter(cls):
+    """All fields read at once (``attrgetter``, in C); when they are all primitives (one C-level
+    set test) the tuple is used as it is, else each non-primitive field is converted."""
     names = [f.name for f in attrs.fields(cls)]
-    body = "".join(f"    x{i} = s.{n}\n    if type(x{i}) not in P: x{i} = canon(x{i})\n"
-                   for i, n in enumerate(names))
-    src = "def conv(s):\n%s    return (%r, %s)\n" % (body, cls.__qualname__,
-                                                     "".join(f"x{i}, " for i in range(len(names))))
-    scope = {"canon": canon, "P": _PRIMITIVE}
-    exec(src, scope)  # a straight-line converter per class: no per-field loop or call for primitives
-    return scope["conv"]
+    get = operator.attrgetter(*names) if len(names) > 1 else (lambda s: (getattr(s, names[0]),))
+    tag = (cls.__qualname__,)
+    prim = _PRIMITIVE
+
+    def conv(s):
+        values = get(s)
+        if prim.issuperset(map(type, values)):
+            return tag + values
+        return tag + tuple([x if type(x) in prim else canon(x) for x in values])
+    return conv
 
 
 def canon(v):

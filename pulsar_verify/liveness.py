@@ -54,8 +54,8 @@ def check_liveness(ex: "Explorer", prop: Property) -> tuple["Violation | None", 
     labels = ex.labels
     graph = ex.graph
     fair = set(prop.fair)
-    not_goal = {fp for fp in graph if not labels[fp][index][1]}
-    starts = [fp for fp in not_goal if labels[fp][index][0]]
+    not_goal = {fp for fp in graph if not labels[fp][1][index][1]}
+    starts = [fp for fp in not_goal if labels[fp][1][index][0]]
 
     # States reachable from a trigger state through non-goal states.
     reach: set[int] = set(starts)
@@ -72,7 +72,7 @@ def check_liveness(ex: "Explorer", prop: Property) -> tuple["Violation | None", 
     for u, edges in graph.items():
         for _, v in edges:
             reverse.setdefault(v, []).append(u)
-    can_reach = {fp for fp in graph if labels[fp][index][1]}
+    can_reach = {fp for fp in graph if labels[fp][1][index][1]}
     queue = deque(can_reach)
     while queue:
         v = queue.popleft()
@@ -110,7 +110,7 @@ def check_liveness(ex: "Explorer", prop: Property) -> tuple["Violation | None", 
         return None, unreachable
 
     # Shortest prefix: initial state -> trigger state (BFS tree) -> non-goal path to the cycle.
-    depth = {fp: len(ex.path_to(fp)[1]) for fp in starts}
+    depth = {fp: labels[fp][0] for fp in starts}
     best: dict[int, int] = {}
     prev: dict[int, tuple[int, Action] | None] = {}
     heap = [(d, fp) for fp, d in depth.items()]

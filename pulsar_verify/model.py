@@ -130,7 +130,10 @@ class Model:
     source: str = ""  # the spec file in shared/seeds
     variants: Sequence[Variant] = (Variant("as-written", "the protocol as the text describes it", "as-written"),)
     params: dict[str, Param] = {}
-    review_bounds: dict[str, Any] = {}
+    # Named bound sets ("presets"): each a stated set of bounds, small enough for the
+    # in-process explorer unless listed in ``large_presets`` (for Spark).
+    presets: dict[str, dict[str, Any]] = {"default": {}}
+    large_presets: Sequence[str] = ()
     properties: list[Property] = []
     action_labels: Sequence[str] = ()  # every action label the model can produce
 
@@ -152,11 +155,14 @@ class Model:
 
     @classmethod
     def make_config(cls, variant: str = "as-written", overrides: dict[str, str] | None = None,
-                    values: dict[str, Any] | None = None) -> Config:
+                    values: dict[str, Any] | None = None, preset: str = "default") -> Config:
         if variant not in cls.variant_names():
             raise UsageError(f"unknown variant {variant!r} of model {cls.name} "
                              f"(known: {', '.join(cls.variant_names())})")
+        if preset not in cls.presets:
+            raise UsageError(f"unknown bounds {preset!r} of model {cls.name} (known: {', '.join(cls.presets)})")
         vals = {k: p.default for k, p in cls.params.items()}
+        vals.update(cls.presets[preset])
         for key, value in (values or {}).items():
             if key not in cls.params:
                 raise UsageError(f"unknown setting {key!r} for model {cls.name} "

@@ -30,9 +30,9 @@ def model_class(name: str) -> type[Model]:
 
 
 def build(name: str, variant: str = "as-written", overrides: dict[str, str] | None = None,
-          values: dict | None = None) -> Model:
+          values: dict | None = None, preset: str = "default") -> Model:
     cls = model_class(name)
-    return cls(cls.make_config(variant, overrides, values))
+    return cls(cls.make_config(variant, overrides, values, preset))
 
 
 def all_models() -> list[type[Model]]:

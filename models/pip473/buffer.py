@@ -26,13 +26,12 @@ def actions(m, s: State):
         c = s.clients[t - 1]
         if c.phase == "open" and c.sends < cfg.writes:
             for seg in range(cfg.segments):
-                yield act("send", txn=t, seg=seg)
+                if s.up[seg]:
+                    yield act("send" if _check_state(s, seg, t) == OPEN else "send_conflict", txn=t, seg=seg)
     for p in s.publishes:
         if not s.up[p.seg]:
             continue
-        if p.stage == "check":
-            yield act("pub_check" if _check_state(s, p) == OPEN else "pub_conflict", txn=p.txn, seg=p.seg)
-        elif p.stage == "append":
+        if p.stage == "append":
             yield act("pub_terminated" if s.sealed[p.seg] else "pub_append", txn=p.txn, seg=p.seg)
         elif p.stage == "put":
             yield act("pub_put", txn=p.txn, seg=p.seg)
@@ -47,9 +46,6 @@ def actions(m, s: State):
             yield act("tb_header", seg=seg, txn=t)
         if b.pend_idx:
             yield act("tb_index", seg=seg)
-        for t, state in b.hdr:
-            if state in FINAL and t not in b.done:
-                yield act("tb_materialize", seg=seg, txn=t)
         if "keep-decisions-with-data" not in m.fixes:
             for t in sorted(b.done):
                 if _records(s, t, seg):
@@ -70,10 +66,10 @@ def _store_state(s: State, txn: int) -> str | None:
     return None if h is None else h.state
 
 
-def _check_state(s: State, p: Publish) -> str | None:
+def _check_state(s: State, seg: int, txn: int) -> str | None:
     """"read /txn/<txnId>.state (cached)": the cache first, else the store."""
-    cached = s.buffers[p.seg].hdr.get(p.txn)
-    return cached if cached is not None else _store_state(s, p.txn)
+    cached = s.buffers[seg].hdr.get(txn)
+    return cached if cached is not None else _store_state(s, txn)
 
 
 def _publish(s: State, txn: int, seg: int) -> Publish:
@@ -97,25 +93,21 @@ def _buffer(s: State, seg: int, **changes) -> tuple:
 
 
 def send(m, s, a):
+    """The client's send reaches the broker, whose header read authorises it and caches
+    the header (with its point watch)."""
     t, seg = a.param("txn"), a.param("seg")
     c = s.clients[t - 1]
-    return replace(s, publishes=tuple(sorted(s.publishes + (Publish(t, seg, "check"),))),
-                        clients=_client(s, t, sends=c.sends + 1))
+    b = s.buffers[seg]
+    if t not in b.hdr:
+        s = replace(s, buffers=_buffer(s, seg, hdr=b.hdr.set(t, _store_state(s, t))))
+    return replace(s, publishes=tuple(sorted(s.publishes + (Publish(t, seg, "append"),))),
+                   clients=_client(s, t, sends=c.sends + 1))
 
 
-def pub_check(m, s, a):
-    """The header read authorises the write and caches the header (with its point watch)."""
-    p = _publish(s, a.param("txn"), a.param("seg"))
-    b = s.buffers[p.seg]
-    if p.txn not in b.hdr:
-        s = replace(s, buffers=_buffer(s, p.seg, hdr=b.hdr.set(p.txn, _store_state(s, p.txn))))
-    return replace(s, publishes=_replace(s, p, replace(p, stage="append")))
-
-
-def pub_conflict(m, s, a):
-    """state != OPEN: TxnConflict to the client."""
-    p = _publish(s, a.param("txn"), a.param("seg"))
-    return replace(s, publishes=_replace(s, p, None), clients=_client(s, p.txn, failed=True))
+def send_conflict(m, s, a):
+    """The header read says state != OPEN: TxnConflict to the client."""
+    t = a.param("txn")
+    return replace(s, clients=_client(s, t, failed=True, sends=s.clients[t - 1].sends + 1))
 
 
 def pub_append(m, s, a):
@@ -140,7 +132,7 @@ def pub_put(m, s, a):
 
 def pub_ack(m, s, a):
     p = _publish(s, a.param("txn"), a.param("seg"))
-    return replace(s, publishes=_replace(s, p, None), acked_sends=s.acked_sends | {(p.txn, p.seg, p.pos)})
+    return replace(s, publishes=_replace(s, p, None))
 
 
 def pub_late(m, s, a):
@@ -150,19 +142,36 @@ def pub_late(m, s, a):
 
 
 def tb_header(m, s, a):
-    """A header notification reaches the cache: it reloads the current value."""
+    """A header notification reaches the cache, which reloads the current value; in the
+    same callback a final state is materialized: commit evicts the entry (it no longer
+    pins maxReadPosition), abort marks the txn aborted."""
     seg, t = a.param("seg"), a.param("txn")
     b = s.buffers[seg]
+    b = replace(b, hdr=_reload(s, b.hdr, t), pend_hdr=b.pend_hdr - {t})
+    return replace(s, buffers=put(s.buffers, seg, materialize(b)))
+
+
+def _reload(s: State, hdr: FrozenMap, t: int) -> FrozenMap:
     state = _store_state(s, t)
-    hdr = b.hdr.remove(t) if state is None else b.hdr.set(t, state)
-    return replace(s, buffers=_buffer(s, seg, hdr=hdr, pend_hdr=b.pend_hdr - {t}))
+    return hdr.remove(t) if state is None else hdr.set(t, state)
+
+
+def materialize(b):
+    """Apply every final decision in the cache not yet applied."""
+    for t, state in b.hdr:
+        if state in FINAL and t not in b.done:
+            if state == COMMITTED:
+                b = replace(b, hdr=b.hdr.remove(t), done=b.done | {t})
+            else:
+                b = replace(b, aborted=b.aborted | {t}, done=b.done | {t})
+    return b
 
 
 def tb_index(m, s, a):
     """The idx:writes-by-segment notification: reload the view, join against the header cache."""
     seg = a.param("seg")
     b = s.buffers[seg]
-    return replace(s, buffers=put(s.buffers, seg, load_index(s, seg, b)))
+    return replace(s, buffers=put(s.buffers, seg, materialize(load_index(s, seg, b))))
 
 
 def load_index(s: State, seg: int, b):
@@ -172,17 +181,6 @@ def load_index(s: State, seg: int, b):
         if t not in hdr and t not in b.done and _store_state(s, t) is not None:
             hdr = hdr.set(t, _store_state(s, t))
     return replace(b, writes=FrozenMap(writes), hdr=hdr, pend_idx=False)
-
-
-def tb_materialize(m, s, a):
-    """Commit: evict the cache entry (no longer pins maxReadPosition). Abort: mark aborted."""
-    seg, t = a.param("seg"), a.param("txn")
-    b = s.buffers[seg]
-    if b.hdr[t] == COMMITTED:
-        b = replace(b, hdr=b.hdr.remove(t), done=b.done | {t})
-    else:
-        b = replace(b, aborted=b.aborted | {t}, done=b.done | {t})
-    return replace(s, buffers=put(s.buffers, seg, b))
 
 
 def tb_cleanup(m, s, a):
@@ -213,5 +211,5 @@ def txn_status(s: State, seg: int, txn: int) -> str | None:
     return cached if cached is not None else _store_state(s, txn)
 
 
-APPLY = {f.__name__: f for f in (send, pub_check, pub_conflict, pub_append, pub_terminated, pub_put, pub_ack,
-                                 pub_late, tb_header, tb_index, tb_materialize, tb_cleanup, tb_reap)}
+APPLY = {f.__name__: f for f in (send, send_conflict, pub_append, pub_terminated, pub_put, pub_ack, pub_late,
+                                 tb_header, tb_index, tb_cleanup, tb_reap)}

@@ -8,11 +8,11 @@ PIP-473 "Transaction Coordinator V5":
   finalize put and the reply are separate actions; a TC crash between any two
   loses the request (the client retries).
 - Timeout sweep: "Range-query idx:txn-by-deadline for entries with timeout_ms
-  <= now, abort each (same single-CAS flow)"; time passing is the
-  nondeterministic ``deadline`` event.
+  <= now, abort each (same single-CAS flow)"; as time is nondeterministic, the
+  sweep may pick any OPEN txn at any moment.
 - GC sweep: "Range-query idx:txn-by-final-state for entries past retention;
   for each, verify /txn-op/<txnId>/* is empty (force-delete leftovers);
-  delete header"; the retention window passing is the ``retention`` event.
+  delete header"; likewise any finalized txn may be past retention.
 """
 from __future__ import annotations
 
@@ -38,13 +38,10 @@ def actions(m, s: State):
             yield act("end_txn", txn=t, want=ABORTED)
         elif c.phase == "ending" and not any(e.txn == t and e.origin == "client" for e in s.ends):
             yield act("retry_end", txn=t)
-        if h is not None and h.state == OPEN and t not in s.expired and cfg.timeouts:
-            yield act("deadline", txn=t)
-        if t in s.expired and h is not None and h.state == OPEN \
-                and not any(e.txn == t and e.origin == "timeout" for e in s.ends):
-            yield act("timeout_sweep", txn=t)
-        if cfg.gc and h is not None and h.state in FINAL and h.finalized and t not in s.retired:
-            yield act("retention", txn=t)
+    if cfg.timeouts:
+        for t in store.txn_by_deadline(s):
+            if not any(e.txn == t and e.origin == "timeout" for e in s.ends):
+                yield act("timeout_sweep", txn=t)
     if cfg.gc:
         for t in store.txn_by_final_state(s):
             if forced_deletions(m, s, t):
@@ -52,6 +49,8 @@ def actions(m, s: State):
             if not store.ops_of(s, t):
                 yield act("gc_delete_header", txn=t)
     for e in s.ends:
+        if e.stage == "reply" and m.config.variant == "mutant:end-needs-append" and _marker_blocked(s, e.txn):
+            continue  # a sealed segment rejects the commit/abort marker: no reply, ever
         if e.stage in ("cas", "finalize"):
             h = s.headers.get(e.txn)
             ok = h is not None and (h.version == e.version or "mutant:blind-cas" == m.config.variant)
@@ -60,6 +59,10 @@ def actions(m, s: State):
             yield act("tc_" + e.stage, txn=e.txn, origin=e.origin)
     if s.ends and s.tc_crashes < cfg.tc_crashes:
         yield act("tc_crash")
+
+
+def _marker_blocked(s: State, txn: int) -> bool:
+    return any(s.sealed[seg] and txn in log for seg, log in enumerate(s.logs))
 
 
 def forced_deletions(m, s: State, txn: int) -> list:
@@ -140,6 +143,7 @@ def tc_finalize(m, s, a):
 
 
 def tc_reply(m, s, a):
+    """The answer to the client (a timeout-driven end just completes)."""
     e = _end(s, a.param("txn"), a.param("origin"))
     s = replace(s, ends=_replace_end(s, e, None))
     if e.origin == "client":
@@ -152,17 +156,9 @@ def tc_crash(m, s, a):
     return replace(s, ends=(), tc_crashes=s.tc_crashes + 1)
 
 
-def deadline(m, s, a):
-    return replace(s, expired=s.expired | {a.param("txn")})
-
-
 def timeout_sweep(m, s, a):
     t = a.param("txn")
     return replace(s, ends=tuple(sorted(s.ends + (End(t, "timeout", ABORTED, "read"),))))
-
-
-def retention(m, s, a):
-    return replace(s, retired=s.retired | {a.param("txn")})
 
 
 def gc_delete_ops(m, s, a):
@@ -174,5 +170,5 @@ def gc_delete_header(m, s, a):
 
 
 APPLY = {f.__name__: f for f in (new_txn, end_txn, retry_end, tc_read, tc_cas, tc_bad_version, tc_finalize,
-                                 tc_reply, tc_crash, deadline, timeout_sweep, retention, gc_delete_ops,
+                                 tc_reply, tc_crash, timeout_sweep, gc_delete_ops,
                                  gc_delete_header)}

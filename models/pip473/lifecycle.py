@@ -73,12 +73,15 @@ def restart(m, s, a):
     seg = a.param("seg")
     nsubs = m.config.subs + m.config.late_subs
     s = replace(s, up=put(s.up, seg, True))
-    s = replace(s, buffers=put(s.buffers, seg, load_index(s, seg, Buffer())))
+    b = load_index(s, seg, Buffer())
+    s = replace(s, buffers=put(s.buffers, seg, replace(b, pend_hdr=frozenset(b.hdr.keys()))))
     pending, subs = list(s.pending), list(s.subs)
     for sub in range(nsubs):
         acks = store.acks_by_segment_subscription(s, seg, sub)
         hdr = FrozenMap((t, s.headers[t].state) for t in acks if t in s.headers)
-        pending[seg * nsubs + sub] = PendingAck(hdr=hdr, acks=FrozenMap(acks))
+        # The re-registered header watches deliver the current values: the first event
+        # (a pending notification here) materializes what was decided meanwhile.
+        pending[seg * nsubs + sub] = PendingAck(hdr=hdr, acks=FrozenMap(acks), pend=frozenset(hdr.keys()))
         cursor = subs[seg * nsubs + sub]
         subs[seg * nsubs + sub] = replace(cursor, read=s.first[seg])
     return replace(s, pending=tuple(pending), subs=tuple(subs))

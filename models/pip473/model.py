@@ -7,6 +7,12 @@ the PIP makes separate is a separate action; notifications are delivered by
 their own actions, so they can be late and interleave with everything else.
 A notification lost with a session is re-read on reconnect, which the model
 covers as a late delivery of the current value.
+
+Steps are merged only where nothing can observe the state between them: the
+client's send and the broker's header check (the send has no other effect), a
+time event and the sweep that is its only observer (deadline / timeout sweep,
+retention window / GC sweep: "the sweep may pick the txn at any time"), and a
+watch delivery and the materialization that runs in its callback.
 """
 from __future__ import annotations
 
@@ -29,6 +35,8 @@ MUTANTS = {
     "mutant:blind-cas": "the TC's CAS ignores the version (checks header-state-machine, one-outcome)",
     "mutant:deliver-aborted": "the dispatcher ignores isTxnAborted (checks read-committed)",
     "mutant:apply-aborted-acks": "aborted acks are applied to the cursor (checks acks-only-from-committed)",
+    "mutant:end-needs-append": "v4-style: end-txn waits for a marker appended to every written segment "
+                               "(checks end-txn-completes)",
 }
 
 
@@ -43,21 +51,30 @@ class Pip473(Model):
         + tuple(Variant(name, desc, "mutant") for name, desc in MUTANTS.items())
     )
     params = {
-        "txns": Param(2, "transactions", 1, 4),
-        "segments": Param(2, "segments", 1, 3),
+        "txns": Param(1, "transactions", 1, 4),
+        "segments": Param(1, "segments", 1, 3),
         "subs": Param(1, "subscriptions existing from the start", 1, 2),
-        "late_subs": Param(1, "subscriptions created later, reading from the earliest entry", 0, 1),
+        "late_subs": Param(0, "subscriptions created later, reading from the earliest entry", 0, 1),
         "writes": Param(1, "transactional sends per txn", 0, 3),
-        "acks": Param(1, "transactional acks per txn", 0, 2),
+        "acks": Param(0, "transactional acks per txn", 0, 2),
         "nontxn": Param(0, "non-transactional sends in all", 0, 3),
-        "crashes": Param(1, "segment-broker crashes in all", 0, 3),
-        "tc_crashes": Param(1, "TC crashes in all", 0, 2),
-        "seals": Param(1, "segments sealed (split/merge) in all", 0, 3),
-        "timeouts": Param(True, "txn deadlines may pass"),
+        "crashes": Param(0, "segment-broker crashes in all", 0, 3),
+        "tc_crashes": Param(0, "TC crashes in all", 0, 2),
+        "seals": Param(0, "segments sealed (split/merge) in all", 0, 3),
+        "timeouts": Param(True, "txn deadlines may pass (the timeout sweep may abort an OPEN txn)"),
         "gc": Param(True, "the retention window may pass and the GC sweep run"),
         "trim": Param(True, "retention may trim entries every subscription has read"),
     }
-    review_bounds = {}
+    presets = {
+        "default": {},
+        "acks": {"nontxn": 1, "acks": 1, "timeouts": False},
+        "faults": {"crashes": 1, "tc_crashes": 1},
+        "late-sub": {"late_subs": 1},
+        "sealed": {"seals": 1, "nontxn": 1},
+        "two-segments": {"segments": 2, "writes": 2, "seals": 1, "gc": False, "trim": False, "timeouts": False},
+        "two-txns": {"txns": 2, "acks": 1, "nontxn": 1},
+    }
+    large_presets = ("two-segments", "two-txns")
     action_labels = tuple(sorted({name for mod in MODULES for name in mod.APPLY}))
 
     def __init__(self, config):
@@ -76,7 +93,9 @@ class Pip473(Model):
         if "owners-reap-orphans" not in self.fixes:
             names -= {"tb_reap", "pa_reap"}
         if not self.config.gc:
-            names -= {"retention", "gc_delete_ops", "gc_delete_header"}
+            names -= {"gc_delete_ops", "gc_delete_header"}
+        if not self.config.timeouts:
+            names.discard("timeout_sweep")
         if not self.config.tc_crashes:
             names -= {"tc_crash", "retry_end"}
         return sorted(names)
@@ -90,9 +109,9 @@ class Pip473(Model):
             logs=((),) * c.segments, first=(0,) * c.segments, sealed=(False,) * c.segments, nontxn=0,
             up=(True,) * c.segments, buffers=(Buffer(),) * c.segments,
             pending=(PendingAck(),) * (c.segments * n), subs=subs, publishes=(),
-            ends=(), clients=(Client(),) * c.txns, expired=frozenset(), retired=frozenset(),
+            ends=(), clients=(Client(),) * c.txns,
             crashes=0, tc_crashes=0, seals=0,
-            decided=FrozenMap(), acks_made=frozenset(), applied=FrozenMap(), acked_sends=frozenset(),
+            decided=FrozenMap(), acks_made=frozenset(), applied=FrozenMap(),
         )]
 
     def actions(self, state):

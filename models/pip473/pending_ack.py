@@ -2,7 +2,7 @@
 
 PIP-473 "MetadataPendingAckStore": ``appendIndividualAck`` appends a
 sequential ack op record; commit and abort are "triggered locally when the
-header watch on /txn/<txnId>.state fires. Commit: range-query
+header watch on /txn/<txnId>.state fires (materialization runs in that callback). Commit: range-query
 idx:acks-by-segment-subscription == (<my-segment>, <my-subscription>)
 filtered to <txnId>; apply to cursor; range-delete the op records. Abort:
 range-delete the op records, no cursor work." ``replayAsync`` on recovery
@@ -38,9 +38,6 @@ def actions(m, s: State):
             continue
         for t in sorted(p.pend):
             yield act("pa_header", seg=seg, sub=sub, txn=t)
-        for t, state in p.hdr:
-            if state in FINAL and t not in p.done:
-                yield act("pa_materialize", seg=seg, sub=sub, txn=t)
         for t in sorted(p.done):
             if _records(s, t, seg, sub):
                 yield act("pa_cleanup", seg=seg, sub=sub, txn=t)
@@ -72,28 +69,23 @@ def txn_ack(m, s, a):
 
 
 def pa_header(m, s, a):
+    """The header watch fires: reload the cached header; on a final state materialize in
+    the same callback. Commit: the index query for this txn's acks, applied to the cursor.
+    Abort: nothing."""
     seg, sub, t = a.param("seg"), a.param("sub"), a.param("txn")
     i = _index(m, seg, sub)
     p = s.pending[i]
     h = s.headers.get(t)
-    hdr = p.hdr.remove(t) if h is None else p.hdr.set(t, h.state)
-    return replace(s, pending=put(s.pending, i, replace(p, hdr=hdr, pend=p.pend - {t})))
-
-
-def pa_materialize(m, s, a):
-    """Commit: the index query for this txn's acks, applied to the cursor. Abort: nothing."""
-    seg, sub, t = a.param("seg"), a.param("sub"), a.param("txn")
-    i = _index(m, seg, sub)
-    p = s.pending[i]
-    apply = p.hdr[t] == COMMITTED or m.config.variant == "mutant:apply-aborted-acks"
-    if apply:
+    p = replace(p, hdr=p.hdr.remove(t) if h is None else p.hdr.set(t, h.state), pend=p.pend - {t})
+    if h is None or h.state not in FINAL or t in p.done:
+        return replace(s, pending=put(s.pending, i, p))
+    if h.state == COMMITTED or m.config.variant == "mutant:apply-aborted-acks":
         positions = store.acks_by_segment_subscription(s, seg, sub).get(t, ())
         cursor = s.subs[i]
         applied = s.applied
         for pos in positions:
             applied = applied.set((seg, sub, pos), t)
-        s = replace(s, subs=put(s.subs, i, replace(cursor, acked=cursor.acked | set(positions))),
-                         applied=applied)
+        s = replace(s, subs=put(s.subs, i, replace(cursor, acked=cursor.acked | set(positions))), applied=applied)
     p = replace(p, done=p.done | {t}, acks=p.acks.remove(t))
     return replace(s, pending=put(s.pending, i, p))
 
@@ -112,4 +104,4 @@ def pa_reap(m, s, a):
     return replace(s, pending=put(s.pending, i, replace(p, acks=p.acks.remove(t), hdr=p.hdr.remove(t))))
 
 
-APPLY = {f.__name__: f for f in (txn_ack, pa_header, pa_materialize, pa_cleanup, pa_reap)}
+APPLY = {f.__name__: f for f in (txn_ack, pa_header, pa_cleanup, pa_reap)}

@@ -72,7 +72,7 @@ class Sub:
 
 @attrs.frozen(order=True)
 class Publish:
-    """A transactional send in flight: ``check`` -> ``append`` -> ``put`` -> ``ack``."""
+    """A transactional send past its header check: ``append`` -> ``put`` -> ``ack``."""
 
     txn: int
     seg: int
@@ -124,8 +124,6 @@ class State:
     # TC V5 and clients
     ends: tuple  # sorted End
     clients: tuple  # per txn (index txn - 1): Client
-    expired: frozenset  # txns whose deadline has passed
-    retired: frozenset  # txns whose retention window has passed
     crashes: int
     tc_crashes: int
     seals: int
@@ -133,4 +131,3 @@ class State:
     decided: FrozenMap  # txn -> COMMITTED | ABORTED, kept after GC
     acks_made: frozenset  # (txn, seg, sub, pos) of every ack op record written
     applied: FrozenMap  # (seg, sub, pos) -> txn whose commit put it in the cursor
-    acked_sends: frozenset  # (txn, seg, pos) of sends acknowledged to the client

@@ -1,0 +1,72 @@
+"""The catalogue of findings: ``findings/<model>/index.json`` lists, for each flaw of a
+design as written, the property it violates, the bounds it shows at, the length of its
+shortest counterexample, and the variant that fixes it. Next to it: the counterexample
+(``<name>.itf.json``) and its explanation (``<name>.md``).
+
+``python -m pulsar_verify.findings MODEL`` rewrites the counterexample files from the
+model (after a deliberate model change); tests check the checker still finds each one.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import attrs
+
+from . import registry
+from .explorer import explore
+from .itf import trace_document, write_trace
+from .model import UsageError
+
+FINDINGS_DIR = registry.REPO_ROOT / "findings"
+
+
+@attrs.frozen
+class Finding:
+    model: str
+    name: str
+    title: str
+    property: str
+    bounds: str
+    length: int
+    fix: str
+
+    @property
+    def trace(self) -> Path:
+        return FINDINGS_DIR / self.model / f"{self.name}.itf.json"
+
+    @property
+    def explanation(self) -> Path:
+        return FINDINGS_DIR / self.model / f"{self.name}.md"
+
+
+def catalogue(model: str) -> list[Finding]:
+    path = FINDINGS_DIR / model / "index.json"
+    if not path.exists():
+        return []
+    return [Finding(model=model, **entry) for entry in json.loads(path.read_text())]
+
+
+def shortest(finding: Finding, variant: str = "as-written"):
+    """The shortest violation of the finding's property at its bounds, or None."""
+    model = registry.build(finding.model, variant, preset=finding.bounds)
+    result, _ = explore(model)
+    return model, next((v for v in result.violations if v.prop.id == finding.property), None)
+
+
+def regenerate(model_name: str) -> list[str]:
+    lines = []
+    for f in catalogue(model_name):
+        model, v = shortest(f)
+        if v is None:
+            raise UsageError(f"{f.name}: {f.property} no longer violated at bounds {f.bounds}")
+        write_trace(f.trace, trace_document(model, v.states, v.actions, v.as_dict(), v.loop))
+        lines.append(f"{f.name}: {f.property}, {v.length} steps" +
+                     ("" if v.length == f.length else f" (index says {f.length}: update it)"))
+    return lines
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or ["pip-473"]:
+        print("\n".join(regenerate(name)))
