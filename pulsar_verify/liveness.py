@@ -4,8 +4,9 @@ A violation is a *fair cycle*: a strongly connected set of states, reachable
 from a trigger state without passing a goal state, in which the goal never
 holds and every weakly fair action instance that stays enabled throughout is
 also taken. (For weak fairness, a strongly connected component that is unfair
-has no fair sub-cycle, so checking components suffices.) A state with no
-successor at all counts as a cycle of stuttering steps. Each violation comes
+has no fair sub-cycle, so checking components suffices.) A state in which no
+weakly fair action is enabled may also stutter forever (nothing obliges the
+system to take an unfair action), so it is a violation on its own. Each violation comes
 with a lasso: a shortest prefix from an initial state and the loop.
 """
 from __future__ import annotations
@@ -85,13 +86,10 @@ def check_liveness(ex: "Explorer", prop: Property) -> tuple["Violation | None", 
     sub = nx.DiGraph()
     sub.add_nodes_from(reach)
     sub.add_edges_from((u, v) for u in reach for _, v in graph[u] if v in reach)
-    fair_sccs = []
+    fair_sccs = [({u}, []) for u in reach if not any(a.name in fair for a, _ in graph[u])]  # stutters
     for comp in nx.strongly_connected_components(sub):
         comp = set(comp)
         node = next(iter(comp))
-        if len(comp) == 1 and not graph[node]:
-            fair_sccs.append((comp, []))  # a dead end: stutters forever
-            continue
         if len(comp) == 1 and not sub.has_edge(node, node):
             continue
         inside = [(u, a, v) for u in comp for a, v in graph[u] if v in comp]
@@ -125,7 +123,7 @@ def check_liveness(ex: "Explorer", prop: Property) -> tuple["Violation | None", 
             if v in reach and d + 1 < best.get(v, 1 << 60):
                 best[v], prev[v] = d + 1, (u, a)
                 heapq.heappush(heap, (d + 1, v))
-    comp, must_take = min(fair_sccs, key=lambda c: min(best[fp] for fp in c[0]))
+    comp, must_take = min(fair_sccs, key=lambda c: (min(best[fp] for fp in c[0]), len(c[1]) > 0))
     entry = min(comp, key=lambda fp: best[fp])
 
     tail: list[Action] = []
@@ -142,7 +140,8 @@ def check_liveness(ex: "Explorer", prop: Property) -> tuple["Violation | None", 
     for u, a, v in must_take:
         loop_actions += [x for x, _ in _path_within(graph, comp, at, u)] + [a]
         at = v
-    loop_actions += [x for x, _ in _path_within(graph, comp, at, entry)]
+    if must_take:
+        loop_actions += [x for x, _ in _path_within(graph, comp, at, entry)]
 
     state = states[0]
     states = [state]

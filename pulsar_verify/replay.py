@@ -127,9 +127,9 @@ def _lasso_violates(model, prop, states, actions, loop, path, other=False) -> bo
     if not isinstance(loop, int) or not 0 <= loop < len(states):
         raise TraceError(f"{path}: 'loop': a liveness trace needs a loop index within the states")
     last = len(states) - 1
-    if loop == last:  # stuttering forever at a dead end
+    if loop == last:  # stuttering forever: allowed only where no weakly fair action is enabled
         cycle = [states[last]]
-        if model.successors(states[last]):
+        if any(a.name in prop.fair for a in model.actions(states[last])):
             return False
         taken = set()
     else:

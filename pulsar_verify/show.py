@@ -60,7 +60,7 @@ def render_trace(states: list, actions: list, loop: int | None = None) -> str:
             lines.append("       (no change)")
     if loop is not None:
         if loop == len(states) - 1:
-            lines.append(f"  ... stutters forever in state {loop}: nothing can happen any more")
+            lines.append(f"  ... stays in state {loop} forever: no weakly fair action is enabled there")
         else:
             lines.append(f"  ... back to state {loop}, and round again forever")
     return "\n".join(lines)
