@@ -22,7 +22,7 @@ from .itf import trace_document, write_trace
 from .model import Model
 
 settings.register_profile("ci", max_examples=60, stateful_step_count=40, derandomize=True, database=None,
-                          deadline=None, suppress_health_check=[HealthCheck.too_slow])
+                          deadline=None, report_multiple_bugs=False, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("nightly", max_examples=5000, stateful_step_count=120, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=200, stateful_step_count=60, deadline=None)

@@ -67,7 +67,7 @@ class Pip473(Model):
     }
     presets = {
         "default": {},
-        "acks": {"nontxn": 1, "acks": 1, "timeouts": False},
+        "acks": {"nontxn": 1, "acks": 1, "crashes": 1, "timeouts": False},
         "faults": {"crashes": 1, "tc_crashes": 1},
         "late-sub": {"late_subs": 1},
         "sealed": {"seals": 1, "nontxn": 1},
@@ -92,6 +92,8 @@ class Pip473(Model):
             names.discard("tb_cleanup")
         if "owners-reap-orphans" not in self.fixes:
             names -= {"tb_reap", "pa_reap"}
+        if "finalize-in-cas" in self.fixes:
+            names.discard("tc_finalize")
         if not self.config.gc:
             names -= {"gc_delete_ops", "gc_delete_header"}
         if not self.config.timeouts:

@@ -1,0 +1,101 @@
+"""Explorer throughput: distinct states per second and peak memory, one case per process.
+
+Cases: the kernel's toy model; ``registers``, a state of 36 integer fields with cheap
+transitions (what the explorer itself costs per state on a wide state); and every
+protocol model at each of its in-process bound sets (what checking a real model costs).
+
+    python bench/explore_speed.py            # all cases
+    python bench/explore_speed.py --case pip-473/faults
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pulsar_verify import registry  # noqa: E402
+from pulsar_verify.explorer import Explorer  # noqa: E402
+from pulsar_verify.model import Config, Model, act  # noqa: E402
+from pulsar_verify.values import replace  # noqa: E402
+
+WIDTH = 36
+Registers = attrs.make_class("Registers", [f"r{i}" for i in range(WIDTH)], frozen=True, slots=True)
+
+
+class RegistersModel(Model):
+    """36 integer fields; four of them count up to a bound, the rest ride along."""
+
+    name = "registers"
+    action_labels = ("inc",)
+    LIMIT = 30
+
+    def init_states(self):
+        return [Registers(*range(WIDTH))]
+
+    def actions(self, s):
+        for i in range(4):
+            if getattr(s, f"r{i}") < i + self.LIMIT:
+                yield act("inc", reg=i)
+
+    def next_state(self, s, a):
+        name = f"r{a.params[0][1]}"
+        return replace(s, **{name: getattr(s, name) + 1})
+
+
+def cases() -> list[str]:
+    names = ["toy-lock", "registers"]
+    for cls in registry.all_models():
+        if cls.name == "toy-lock":
+            continue
+        names += [f"{cls.name}/{p}" for p in cls.presets if p not in cls.large_presets]
+    return names
+
+
+def run_case(case: str) -> dict:
+    liveness = True
+    if case == "registers":
+        model, liveness = RegistersModel(Config("as-written", {})), False
+    elif case == "toy-lock":
+        model = registry.build("toy-lock", "atomic-acquire", values={"procs": 6})
+    else:
+        name, preset = case.split("/")
+        model = registry.build(name, "as-written", preset=preset)
+    # Exploration alone, then (separately timed) with the state graph kept for liveness.
+    r = Explorer(model, check_liveness=False).run()
+    out = {"case": case, "states": r.distinct_states, "transitions": r.transitions,
+           "seconds": round(r.seconds, 2), "states_per_s": round(r.states_per_second),
+           "peak_mb": round(r.peak_rss_mb)}
+    if liveness and model.liveness:
+        rl = Explorer(model, check_liveness=True).run()
+        out["with_liveness_s"] = round(rl.seconds, 2)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case")
+    args = ap.parse_args()
+    if args.case:
+        print(json.dumps(run_case(args.case)))
+        return
+    print(f"{'case':<22} {'states':>9} {'transitions':>12} {'seconds':>8} {'states/s':>9} {'peak MB':>8} "
+          f"{'+liveness s':>11}")
+    for case in cases():
+        proc = subprocess.run([sys.executable, __file__, "--case", case], capture_output=True, text=True)
+        if proc.returncode:
+            print(f"{case:<22} failed: {proc.stderr.strip().splitlines()[-1]}")
+            continue
+        r = json.loads(proc.stdout)
+        print(f"{r['case']:<22} {r['states']:>9,} {r['transitions']:>12,} {r['seconds']:>8} "
+              f"{r['states_per_s']:>9,} {r['peak_mb']:>8} {r.get('with_liveness_s', '-'):>11}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""PIP-473: the findings stay found, their fixes hold, every property can fail."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from models.pip473 import Pip473
+from pulsar_verify import registry
+from pulsar_verify.explorer import explore
+from pulsar_verify.findings import catalogue
+from pulsar_verify.hypo import PropertyFailed, machine_for
+from pulsar_verify.model import act
+from pulsar_verify.replay import replay
+
+FINDINGS = catalogue("pip-473")
+IN_PROCESS = [p for p in Pip473.presets if p not in Pip473.large_presets]
+
+# A deliberately broken variant, and bounds, under which each property must fail.
+BROKEN = {
+    "header-state-machine": ("mutant:blind-cas", "default"),
+    "one-outcome": ("mutant:blind-cas", "default"),
+    "read-committed": ("mutant:deliver-aborted", "default"),
+    "acks-only-from-committed": ("mutant:apply-aborted-acks", "acks"),
+    "end-txn-completes": ("mutant:end-needs-append", "sealed"),
+    "committed-never-filtered": ("as-written", "default"),
+    "dispatch-decisions-agree": ("as-written", "faults"),
+    "committed-acks-not-lost": ("as-written", "acks"),
+    "no-write-after-end": ("as-written", "default"),
+    "finalized-txns-collected": ("as-written", "default"),
+}
+
+
+@lru_cache(maxsize=None)
+def run(variant: str, preset: str):
+    result, _ = explore(registry.build("pip-473", variant, preset=preset))
+    return result
+
+
+def violated(variant, preset) -> dict:
+    return {v.prop.id: v for v in run(variant, preset).violations}
+
+
+def test_catalogue_is_complete():
+    assert len(FINDINGS) == 7
+    assert {f.fix for f in FINDINGS} <= set(Pip473.variant_names())
+    # Every property the design as written violates, at any in-process bounds, has a finding.
+    as_written = set().union(*(violated("as-written", p) for p in IN_PROCESS))
+    assert as_written == {f.property for f in FINDINGS}
+
+
+@pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.name)
+def test_finding_is_still_found_with_its_shortest_counterexample(finding):
+    v = violated("as-written", finding.bounds)[finding.property]
+    assert v.length == finding.length
+    assert finding.trace.exists() and finding.explanation.exists()
+    assert replay(finding.trace).reproduced
+    text = finding.explanation.read_text()
+    assert finding.property in text and finding.fix in text and "## What users see" in text
+
+
+@pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.name)
+def test_fix_kills_the_counterexample(finding):
+    assert not replay(finding.trace, finding.fix).reproduced
+    assert not replay(finding.trace, "all-fixes").reproduced
+
+
+@pytest.mark.parametrize("preset", IN_PROCESS)
+def test_all_fixes_satisfies_every_property(preset):
+    result = run("all-fixes", preset)
+    assert result.complete and result.liveness_checked
+    assert result.violations == []
+
+
+@pytest.mark.parametrize("prop", sorted(BROKEN))
+def test_every_property_fails_on_a_broken_variant(prop):
+    variant, preset = BROKEN[prop]
+    assert prop in violated(variant, preset)
+
+
+def test_every_property_has_a_broken_witness():
+    assert set(BROKEN) == {p.id for p in Pip473.properties}
+
+
+def test_v5_end_txn_completes_with_a_sealed_segment_where_v4_style_markers_cannot():
+    """PIP-473 "Why this works": sealing is irrelevant to end-txn, unlike in-stream markers."""
+    for variant in ("as-written", "all-fixes"):
+        assert "end-txn-completes" not in violated(variant, "sealed")
+    stuck = violated("mutant:end-needs-append", "sealed")["end-txn-completes"]
+    assert stuck.actions[-1].name != "tc_reply" and any(a.name == "seal" for a in stuck.actions)
+
+
+def test_every_action_fires_somewhere():
+    for variant in ("as-written", "all-fixes"):
+        model = registry.build("pip-473", variant)
+        fired = set().union(*(run(variant, p).coverage for p in IN_PROCESS))
+        # pa_reap needs an ack after a timeout abort and the header's GC: beyond these bounds, shown below.
+        assert set(model.action_names()) - fired == ({"pa_reap"} if variant == "all-fixes" else set()), variant
+
+
+def test_pa_reap_is_reachable():
+    """A consumer acks inside a txn that the timeout sweep aborted and the GC already collected."""
+    model = registry.build("pip-473", "all-fixes", values={"nontxn": 1, "acks": 1})
+    steps = [("new_txn", dict(txn=1)), ("nontxn_send", dict(seg=0)), ("deliver", dict(seg=0, sub=0, pos=0)),
+             ("timeout_sweep", dict(txn=1)), ("tc_read", dict(txn=1, origin="timeout")),
+             ("tc_cas", dict(txn=1, origin="timeout")), ("tc_reply", dict(txn=1, origin="timeout")),
+             ("gc_delete_header", dict(txn=1)), ("txn_ack", dict(txn=1, seg=0, sub=0, pos=0))]
+    s = model.init_states()[0]
+    for name, params in steps:
+        a = act(name, **params)
+        assert a in list(model.actions(s)), a
+        s = model.next_state(s, a)
+    assert act("pa_reap", seg=0, sub=0, txn=1) in list(model.actions(s))
+
+
+def test_successors_agree_with_actions_and_next_state():
+    model = registry.build("pip-473", "all-fixes", preset="faults")
+    _, ex = explore(model, max_states=300)
+    for fp in list(ex.parents)[::7]:
+        s = ex.path_to(fp)[0][-1]
+        assert model.successors(s) == [(a, model.next_state(s, a)) for a in model.actions(s)]
+
+
+LARGE = {"txns": 2, "segments": 2, "late_subs": 1, "writes": 2, "acks": 1, "nontxn": 1, "crashes": 1,
+         "tc_crashes": 1, "seals": 1}
+
+
+def test_hypothesis_all_fixes_at_bounds_beyond_exhaustive(tmp_path):
+    model = registry.build("pip-473", "all-fixes", values=LARGE)
+    run_state_machine_as_test(machine_for(model, tmp_path))
+    assert not list(tmp_path.iterdir())
+
+
+def test_hypothesis_finds_the_as_written_flaws_at_large_bounds(tmp_path):
+    model = registry.build("pip-473", "as-written", values=LARGE)
+    with pytest.raises(PropertyFailed):
+        run_state_machine_as_test(machine_for(model, tmp_path),
+                                  settings=settings(max_examples=100, stateful_step_count=15, derandomize=True,
+                                                    database=None, deadline=None, report_multiple_bugs=False))
+    traces = list(tmp_path.iterdir())
+    assert traces and all(replay(t).reproduced for t in traces)
