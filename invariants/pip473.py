@@ -109,8 +109,8 @@ def _ending(m, s):
 
 # Weak fairness: every system step (TC, brokers, stores, dispatchers, sweeps, restarts, time passing) is
 # weakly fair; what the environment does (clients' choices, crashes, seals, new subscriptions) need not happen.
-ENVIRONMENT = {"new_txn", "end_txn", "send", "send_conflict", "txn_ack", "nontxn_send", "seal", "crash", "tc_crash",
-               "subscribe"}
+ENVIRONMENT = {"new_txn", "end_txn", "send", "send_conflict", "txn_ack", "txn_ack_cumulative", "nontxn_send", "seal",
+               "crash", "tc_crash", "subscribe"}
 SYSTEM = tuple(sorted(set(Pip473.action_labels) - ENVIRONMENT))
 
 Pip473.leads_to("end-txn-completes",
@@ -127,3 +127,22 @@ Pip473.leads_to("finalized-txns-collected",
                 "Every finalized txn's op records and header are eventually deleted",
                 "Garbage collection: two phases, participant materialization then header GC sweep",
                 trigger=_uncollected, goal=lambda m, s: not _uncollected(m, s), fair=SYSTEM)
+
+
+def _undelivered(m, s):
+    """Some existing subscription has not yet read up to an entry of a committed txn. (Reading
+    past it without delivering it is the safety property ``committed-never-filtered``.)"""
+    n = m.config.subs + m.config.late_subs
+    for seg, log in enumerate(s.logs):
+        for sub in s.subs[seg * n:(seg + 1) * n]:
+            if sub.exists and any(log[p] and s.decided.get(log[p]) == COMMITTED
+                                  for p in range(max(sub.read, s.first[seg]), len(log))):
+                return True
+    return False
+
+
+Pip473.leads_to("committed-entries-delivered",
+                "Once a txn commits, every subscription eventually receives all its entries, sealed segments included",
+                "Goals: 'Atomic transactions over segment:// topics (writes and acks), including transactions whose "
+                "lifetime spans split/merge'",
+                trigger=_undelivered, goal=lambda m, s: not _undelivered(m, s), fair=SYSTEM)

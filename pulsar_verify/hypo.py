@@ -39,7 +39,11 @@ class PropertyFailed(AssertionError):
 
 
 def machine_for(model: Model, out_dir: Path | None = None) -> type[RuleBasedStateMachine]:
-    """A state machine class driving ``model``; failures are written under ``out_dir``."""
+    """A state machine class driving ``model``; failures are written under ``out_dir``.
+
+    Hypothesis runs many failing examples (while shrinking, and variations of the minimal
+    one afterwards), so only the shortest counterexample per property is kept."""
+    shortest: dict[str, int] = {}
 
     class ModelMachine(RuleBasedStateMachine):
         def __init__(self):
@@ -52,7 +56,8 @@ def machine_for(model: Model, out_dir: Path | None = None) -> type[RuleBasedStat
             states = states or self.states
             actions = actions if actions is not None else self.actions
             where = ""
-            if out_dir is not None:
+            if out_dir is not None and len(actions) <= shortest.get(prop.id, len(actions)):
+                shortest[prop.id] = len(actions)
                 info = {"property": prop.id, "kind": prop.kind, "statement": prop.statement,
                         "section": prop.section, "length": len(actions), "found-by": "hypothesis"}
                 path = write_trace(Path(out_dir) / f"hypothesis-{prop.id}.itf.json",

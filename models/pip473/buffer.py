@@ -198,7 +198,8 @@ def max_read_position(m, s: State, seg: int) -> int:
     """min(position over OPEN txns) - 1, capped at LAC."""
     b = s.buffers[seg]
     lac = len(s.logs[seg]) - 1
-    opens = [positions[0] for t, positions in b.writes if b.hdr.get(t) == OPEN]
+    opens = [positions[0] for t, positions in b.writes if b.hdr.get(t) == OPEN
+             or (m.config.variant == "mutant:pin-committed" and t in b.done and t not in b.aborted)]
     return min(min(opens) - 1, lac) if opens else lac
 
 

@@ -37,6 +37,7 @@ MUTANTS = {
     "mutant:apply-aborted-acks": "aborted acks are applied to the cursor (checks acks-only-from-committed)",
     "mutant:end-needs-append": "v4-style: end-txn waits for a marker appended to every written segment "
                                "(checks end-txn-completes)",
+    "mutant:pin-committed": "maxReadPosition stays pinned by committed txns too (checks committed-entries-delivered)",
 }
 
 

@@ -32,6 +32,7 @@ def actions(m, s: State):
             claimed = {p for _, ps in s.pending[i].acks for p in ps}
             for pos in sorted(sub.received - sub.acked - claimed):
                 yield act("txn_ack", txn=t, seg=seg, sub=i % nsubs, pos=pos)
+                yield act("txn_ack_cumulative", txn=t, seg=seg, sub=i % nsubs, pos=pos)
     for i, p in enumerate(s.pending):
         seg, sub = divmod(i, nsubs)
         if not s.up[seg]:
@@ -56,13 +57,23 @@ def _index(m, seg: int, sub: int) -> int:
 
 
 def txn_ack(m, s, a):
+    """``appendIndividualAck``: one sequential ack op record."""
+    return _append_ack(m, s, a, cumulative=False)
+
+
+def txn_ack_cumulative(m, s, a):
+    """``appendCumulativeAck``: "Same shape, single op record carrying the cumulative position"."""
+    return _append_ack(m, s, a, cumulative=True)
+
+
+def _append_ack(m, s, a, cumulative: bool):
     t, seg, sub, pos = a.param("txn"), a.param("seg"), a.param("sub"), a.param("pos")
     i = _index(m, seg, sub)
     p = s.pending[i]
     h = s.headers.get(t)  # the text has no header check on the ack path: the record is written regardless
     hdr = p.hdr if t in p.hdr or h is None else p.hdr.set(t, h.state)
     p = replace(p, hdr=hdr, acks=p.acks.set(t, tuple(sorted(p.acks.get(t, ()) + (pos,)))))
-    s = store.put_op(s, t, Op(ACK, seg, sub, pos))
+    s = store.put_op(s, t, Op(ACK, seg, sub, pos, cumulative))
     c = s.clients[t - 1]
     return replace(s, pending=put(s.pending, i, p), acks_made=s.acks_made | {(t, seg, sub, pos)},
                         clients=put(s.clients, t - 1, replace(c, acks=c.acks + 1)))
@@ -80,7 +91,11 @@ def pa_header(m, s, a):
     if h is None or h.state not in FINAL or t in p.done:
         return replace(s, pending=put(s.pending, i, p))
     if h.state == COMMITTED or m.config.variant == "mutant:apply-aborted-acks":
-        positions = store.acks_by_segment_subscription(s, seg, sub).get(t, ())
+        positions = set()
+        for (txn, _), op in s.ops:  # the index query, filtered to this txn
+            if txn == t and op.kind == ACK and op.seg == seg and op.sub == sub:
+                # markDelete for a cumulative ack, individualAck otherwise
+                positions.update(range(op.pos + 1) if op.cumulative else (op.pos,))
         cursor = s.subs[i]
         applied = s.applied
         for pos in positions:
@@ -104,4 +119,4 @@ def pa_reap(m, s, a):
     return replace(s, pending=put(s.pending, i, replace(p, acks=p.acks.remove(t), hdr=p.hdr.remove(t))))
 
 
-APPLY = {f.__name__: f for f in (txn_ack, pa_header, pa_cleanup, pa_reap)}
+APPLY = {f.__name__: f for f in (txn_ack, txn_ack_cumulative, pa_header, pa_cleanup, pa_reap)}

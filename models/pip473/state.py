@@ -28,12 +28,14 @@ class Header:
 
 @attrs.frozen
 class Op:
-    """``/txn-op/<txnId>/<seq>``: kind, segment, subscription (acks only, else -1), position."""
+    """``/txn-op/<txnId>/<seq>``: kind, segment, subscription (acks only, else -1), position;
+    a cumulative ack carries the position it acknowledges up to."""
 
     kind: str
     seg: int
     sub: int
     pos: int
+    cumulative: bool = False
 
 
 @attrs.frozen
