@@ -37,3 +37,11 @@ def test_spark_respects_depth_bound():
     spark = explore_spark(model, master="local[2]", max_depth=2)
     local, _ = explore(model, max_depth=2)
     assert not spark.complete and (spark.distinct_states, spark.depth) == (local.distinct_states, 2) == (6, 2)
+
+
+@pytest.mark.parametrize("variant", ["as-written", "all-fixes"])
+def test_pip473_default_bounds_spark_equals_local(variant):
+    model = registry.build("pip-473", variant)
+    local, _ = explore(model)
+    spark = explore_spark(model, master="local[2]")
+    same_answers(local, spark)
