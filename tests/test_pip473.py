@@ -138,7 +138,7 @@ def test_hypothesis_finds_the_as_written_flaws_at_large_bounds(tmp_path):
     model = registry.build("pip-473", "as-written", values=LARGE)
     with pytest.raises(PropertyFailed):
         run_state_machine_as_test(machine_for(model, tmp_path),
-                                  settings=settings(max_examples=50, stateful_step_count=12, derandomize=True,
+                                  settings=settings(max_examples=100, stateful_step_count=15, derandomize=True,
                                                     database=None, deadline=None, report_multiple_bugs=False))
     traces = list(tmp_path.iterdir())
     assert traces and all(replay(t).reproduced for t in traces)
