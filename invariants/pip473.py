@@ -14,7 +14,6 @@ __all__ = ["Pip473"]
 
 SEC_HEADER = "Data Model / Header: 'OPEN -> COMMITTED and OPEN -> ABORTED are the only allowed transitions'"
 SEC_DISPATCH = "Subscribe / dispatch; Goals: 'Atomic transactions over segment:// topics'"
-SEC_GC = "Garbage collection; review comment on op-record deletion while data is retained"
 SEC_ACKS = "MetadataPendingAckStore: commit applies acks to the cursor, abort drops them"
 
 

@@ -20,7 +20,7 @@ from pulsar_verify.model import act
 from pulsar_verify.values import replace
 
 from . import store
-from .state import ABORTED, ACK, COMMITTED, FINAL, OPEN, WRITE, Client, End, Header, State
+from .state import ABORTED, ACK, COMMITTED, OPEN, WRITE, End, Header, State
 from .util import put
 
 

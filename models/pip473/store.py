@@ -18,10 +18,6 @@ from pulsar_verify.values import replace
 from .state import ACK, FINAL, OPEN, WRITE, Header, Op, State
 
 
-def header(s: State, txn: int) -> Header | None:
-    return s.headers.get(txn)
-
-
 def _notify_header(s: State, txn: int) -> dict:
     """Point watches on ``/txn/<txn>``: every cache holding the txn gets a notification."""
     buffers = tuple(
