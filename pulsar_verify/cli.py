@@ -212,11 +212,12 @@ def cmd_review(args) -> int:
                           f"{r.transitions:>10,} transitions depth {r.depth:>3} {r.seconds:7.2f}s  "
                           f"violated: {', '.join(v.prop.id for v in r.violations) or '-'}", flush=True)
     lines = ["# pulsar-verify review", "",
-             "| model | variant | bounds | engine | states | transitions | depth | violated |",
-             "|---|---|---|---|---:|---:|---:|---|"]
+             "| model | variant | bounds | engine | states | transitions | depth | liveness | violated |",
+             "|---|---|---|---|---:|---:|---:|---|---|"]
     for name, variant, preset, engine, r in rows:
+        liveness = "checked" if r.liveness_checked else "not checked"
         lines.append(f"| {name} | {variant} | {preset} | {engine} | {r.distinct_states:,} | {r.transitions:,} | "
-                     f"{r.depth} | {', '.join(v.prop.id for v in r.violations) or '-'} |")
+                     f"{r.depth} | {liveness} | {', '.join(v.prop.id for v in r.violations) or '-'} |")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "index.md").write_text("\n".join(lines) + "\n")
     print(f"report: {args.out / 'index.md'}")
