@@ -77,6 +77,7 @@ def parser() -> argparse.ArgumentParser:
     rv = sub.add_parser("review", help="the design-review evidence run over every model")
     rv.add_argument("--out", type=Path, default=Path("review"))
     rv.add_argument("--engines", default="local,spark", help="comma-separated: local, spark")
+    rv.add_argument("--models", help="comma-separated model names (default: every model)")
     rv.add_argument("--master", default="local[*]")
     return p
 
@@ -193,8 +194,10 @@ def cmd_review(args) -> int:
     for e in engines:
         if e not in ("local", "spark"):
             raise UsageError(f"--engines: unknown engine {e!r} (known: local, spark)")
+    classes = ([registry.model_class(n.strip()) for n in args.models.split(",") if n.strip()]
+               if args.models else registry.all_models())
     rows = []
-    for cls in registry.all_models():
+    for cls in classes:
         for variant in cls.variant_names():
             for preset in cls.presets:
                 if preset in cls.large_presets:

@@ -245,3 +245,12 @@ def test_hypothesis_machine_reports_deadlock(tmp_path):
     with pytest.raises(PropertyFailed, match="deadlock"):
         run_state_machine_as_test(machine_for(lock("no-release"), tmp_path),
                                   settings=settings(max_examples=100, derandomize=True, database=None))
+
+
+def test_review_writes_a_report(tmp_path):
+    proc = cli("review", "--models", "toy-lock", "--engines", "local", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    index = (tmp_path / "index.md").read_text()
+    assert "| toy-lock | as-written | default | local | 17 | 28 | 6 | checked | mutual-exclusion |" in index
+    assert (tmp_path / "toy-lock" / "as-written" / "default" / "local" / "mutual-exclusion.itf.json").exists()
+    assert cli("review", "--models", "nope").returncode == 2
