@@ -68,6 +68,7 @@ class Param:
     help: str
     lo: int | None = None
     hi: int | None = None
+    choices: tuple | None = None  # the allowed values of a str setting
 
     def parse(self, name: str, text: str) -> Any:
         kind = type(self.default)
@@ -85,6 +86,8 @@ class Param:
             if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
                 raise UsageError(f"--set {name}={value}: out of range [{self.lo}, {self.hi}]")
             return value
+        if self.choices is not None and text not in self.choices:
+            raise UsageError(f"--set {name}={text}: expected one of {', '.join(self.choices)}")
         return text
 
 

@@ -11,6 +11,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 MODELS: dict[str, str] = {
     "pip-473": "invariants.pip473:Pip473",
+    "v4-txn": "invariants.v4txn:V4Txn",
     "toy-lock": "tests.toy_lock:LockModel",
 }
 

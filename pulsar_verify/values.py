@@ -81,3 +81,8 @@ def replace(obj, **changes):
         if not hasattr(obj, key):
             raise TypeError(f"{cls.__name__} has no field {key!r}")
     return fn(obj, changes)
+
+
+def put(items: tuple, i: int, value) -> tuple:
+    """``items`` with position ``i`` replaced by ``value``."""
+    return items[:i] + (value,) + items[i + 1:]

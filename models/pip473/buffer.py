@@ -17,7 +17,7 @@ from pulsar_verify.values import FrozenMap, replace
 
 from . import store
 from .state import ABORTED, COMMITTED, FINAL, OPEN, WRITE, Op, Publish, State
-from .util import put
+from pulsar_verify.values import put
 
 
 def actions(m, s: State):

@@ -21,7 +21,7 @@ from pulsar_verify.values import replace
 
 from . import store
 from .state import ABORTED, ACK, COMMITTED, OPEN, WRITE, End, Header, State
-from .util import put
+from pulsar_verify.values import put
 
 
 def actions(m, s: State):

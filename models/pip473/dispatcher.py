@@ -14,7 +14,7 @@ from pulsar_verify.values import replace
 
 from .buffer import max_read_position, txn_status
 from .state import ABORTED, OPEN, State
-from .util import put
+from pulsar_verify.values import put
 
 
 def decision(m, s: State, seg: int, pos: int) -> str | None:

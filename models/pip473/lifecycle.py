@@ -21,7 +21,7 @@ from pulsar_verify.values import FrozenMap, replace
 from . import store
 from .buffer import load_index
 from .state import WRITE, Buffer, PendingAck, State
-from .util import put
+from pulsar_verify.values import put
 
 
 def actions(m, s: State):

@@ -15,7 +15,7 @@ from pulsar_verify.values import replace
 
 from . import store
 from .state import ACK, COMMITTED, FINAL, Op, State
-from .util import put
+from pulsar_verify.values import put
 
 
 def actions(m, s: State):

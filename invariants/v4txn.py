@@ -1,0 +1,70 @@
+"""Properties of the v4 transaction model, each with the PIP-473 "Background" text it
+comes from. ``read_committed``, ``committed_never_filtered`` and the fairness set are
+shared with PIP-373, which runs on the same transaction buffer."""
+from __future__ import annotations
+
+from models.v4txn import V4Txn
+from models.v4txn.state import ABORTED, COMMITTED, ENDING, OPEN
+
+__all__ = ["V4Txn"]
+
+SEC_TB = ("Background: the TB 'gates the dispatcher's read horizon (maxReadPosition) so that uncommitted "
+          "entries are not delivered'")
+
+
+def read_committed(m, s, a, t):
+    if a.name != "deliver":
+        return True
+    txn = s.logs[a.param("topic")][a.param("pos")][1]
+    return txn == 0 or s.decided.get(txn) == COMMITTED
+
+
+def committed_never_filtered(m, s, a, t):
+    if a.name != "skip_aborted":
+        return True
+    return s.decided.get(s.logs[a.param("topic")][a.param("pos")][1]) != COMMITTED
+
+
+def acks_only_from_committed(m, s):
+    return all(s.decided.get(txn) == COMMITTED for _, txn in s.cursors)
+
+
+NEXT = {OPEN: {ENDING[COMMITTED], ENDING[ABORTED]}, ENDING[COMMITTED]: {COMMITTED}, ENDING[ABORTED]: {ABORTED}}
+
+
+def tc_state_machine(m, s, a, t):
+    for txn, before in s.tc:
+        after = t.tc.get(txn)
+        if after != before and after not in NEXT.get(before, ()):
+            return False
+    return True
+
+
+def ending(m, s):
+    return any(c.phase == "ending" for c in s.clients)
+
+
+# Weak fairness: every step of the TC, the brokers and the dispatcher; not what clients, operators
+# (seals) or failures (crashes) do.
+ENVIRONMENT = {"new_txn", "add_partition", "end_txn", "txn_ack", "send_nontxn", "seal", "crash", "take_snapshot",
+               "admin_update", "admin_remove"}
+
+
+def system_actions(cls) -> tuple:
+    return tuple(sorted(set(cls.action_labels) - ENVIRONMENT))
+
+
+V4Txn.action_property("read-committed", "No subscription receives an entry of a txn that is not committed",
+                      SEC_TB)(read_committed)
+V4Txn.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
+                      SEC_TB)(committed_never_filtered)
+V4Txn.invariant("acks-only-from-committed", "An aborted txn's acks never reach the cursor",
+                "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'")(
+    acks_only_from_committed)
+V4Txn.action_property("tc-state-machine",
+                      "The TC's log moves a txn only OPEN -> COMMITTING -> COMMITTED or OPEN -> ABORTING -> ABORTED",
+                      "Background: the TC 'tracks the lifecycle of every transaction (OPEN, COMMITTING, COMMITTED, "
+                      "ABORTING, ABORTED ...)'")(tc_state_machine)
+V4Txn.leads_to("end-txn-completes", "Every end-txn the client asks for is answered, with topics sealed mid-transaction",
+               "How the two interact: 'End-of-transaction stalls on sealed segments ... The end-txn RPC times out'",
+               trigger=ending, goal=lambda m, s: not ending(m, s), fair=system_actions(V4Txn))

@@ -1,0 +1,4 @@
+"""The v4 transaction path (in-stream markers), PIP-473 "Background"."""
+from .model import V4Txn
+
+__all__ = ["V4Txn"]

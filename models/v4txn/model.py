@@ -1,0 +1,110 @@
+"""The v4 transaction path with in-stream markers (PIP-473 "Background"), on topics that
+may be sealed as segments of a scalable topic are (PIP-473 "How the two interact").
+
+Steps merged, because nothing observes the state between them: the client's
+end-txn request and the TC logging COMMITTING / ABORTING; ADD_PARTITION_TO_TXN and
+the client's send leaving for the broker (the append itself is a separate step);
+ADD_SUBSCRIPTION_TO_TXN and the pending-ack append.
+"""
+from __future__ import annotations
+
+from pulsar_verify.model import Model, Param, Variant, act
+from pulsar_verify.values import FrozenMap
+
+from . import buffer, coordinator, pending_ack
+from .state import Buffer, Client, State, Sub
+
+MODULES = (coordinator, buffer, pending_ack)
+MUTANTS = {
+    "mutant:deliver-aborted": "the dispatcher ignores the aborted set (checks read-committed)",
+    "mutant:commit-marks-aborted": "the TB records a commit as an abort (checks committed-never-filtered)",
+    "mutant:apply-aborted-acks": "aborted acks are applied to the cursor (checks acks-only-from-committed)",
+    "mutant:end-any-state": "the TC accepts a second end-txn with the other outcome (checks tc-state-machine)",
+}
+
+
+class V4Txn(Model):
+    name = "v4-txn"
+    title = "v4 transactions: legacy TC, in-stream commit/abort markers, sibling pending-ack topic"
+    source = "shared/seeds/000_c973aa9b5a217997.txt (Background)"
+    variants = (
+        Variant("as-written", "v4 as PIP-473's Background describes it, on topics that can be sealed", "as-written"),
+        Variant("off-segment-markers", "PIP-473 Alternative B: markers in a separate stream sealing does not close",
+                "fix"),
+    ) + tuple(Variant(name, desc, "mutant") for name, desc in MUTANTS.items())
+    params = {
+        "txns": Param(1, "transactions", 1, 3),
+        "topics": Param(1, "topics (segments)", 1, 2),
+        "writes": Param(1, "transactional sends per txn", 0, 2),
+        "acks": Param(0, "transactional acks per txn", 0, 2),
+        "nontxn": Param(0, "non-transactional sends in all", 0, 2),
+        "crashes": Param(0, "broker crashes in all", 0, 2),
+        "seals": Param(0, "topics sealed (split/merge) in all", 0, 2),
+        "snapshots": Param(0, "TB snapshots taken in all", 0, 2),
+    }
+    presets = {
+        "default": {},
+        "sealed": {"seals": 1},
+        "acks": {"acks": 1, "nontxn": 1},
+        "faults": {"crashes": 1, "snapshots": 1, "nontxn": 1},
+        "two-txns": {"txns": 2, "crashes": 1, "snapshots": 1},
+        "two-topics": {"txns": 2, "topics": 2, "seals": 1, "acks": 1, "nontxn": 1, "crashes": 1},
+    }
+    large_presets = ("two-topics",)
+    action_labels = tuple(sorted({name for mod in MODULES for name in mod.APPLY}))
+
+    def __init__(self, config):
+        super().__init__(config)
+        self._apply = {name: fn for mod in MODULES for name, fn in mod.APPLY.items()}
+
+    def action_names(self):
+        cfg = self.config
+        blocked = cfg.seals and cfg.variant != "off-segment-markers"
+        needs = {"seal": cfg.seals, "append_rejected": cfg.seals, "marker_rejected": blocked,
+                 "tc_retry": blocked or cfg.crashes, "crash": cfg.crashes, "send_nontxn": cfg.nontxn,
+                 "take_snapshot": cfg.snapshots, "txn_ack": cfg.acks, "end_on_subscription": cfg.acks,
+                 "skip_marker": cfg.variant != "off-segment-markers"}
+        names = set(self.action_labels) - {"tb_recover"} | set(self.load_labels())
+        return sorted(n for n in names if needs.get(n, True))
+
+    # -- hooks PIP-373 overrides ---------------------------------------------
+    def load_labels(self):
+        return ["tb_recover"]
+
+    def loads(self, s, topic):
+        """How an unloaded topic is loaded: v4 always rebuilds the TB."""
+        yield act("tb_recover", topic=topic)
+
+    def on_txn_append(self, s, topic, b: Buffer) -> Buffer:
+        return b
+
+    def initial_prop(self):
+        return ()
+
+    def initial_log(self):
+        return ()
+
+    # -- the state machine -----------------------------------------------------
+    def init_states(self):
+        c = self.config
+        n = c.topics
+        log = self.initial_log()
+        return [State(
+            tc=FrozenMap(), parts=FrozenMap(), subs_of=FrozenMap(), rpcs=FrozenMap(),
+            logs=(log,) + ((),) * (n - 1), side=((),) * n, sealed=(False,) * n, snapshots=(None,) * n,
+            pending_logs=((),) * n, cursors=FrozenMap(), buffers=(Buffer(),) * n, subs=(Sub(),) * n,
+            publishes=frozenset(), clients=(Client(),) * c.txns, prop=self.initial_prop(),
+            crashes=0, seals=0, snapshots_taken=0, nontxn=0,
+            decided=FrozenMap((t, "ABORTED") for kind, t in log if kind == "a"),
+        )]
+
+    def actions(self, state):
+        for mod in MODULES:
+            yield from mod.actions(self, state)
+
+    def next_state(self, state, action):
+        return self._apply[action.name](self, state, action)
+
+    def is_terminal(self, state):
+        """Every transaction the clients started has ended and nothing is in flight."""
+        return not state.rpcs and not state.publishes and all(c.phase in ("idle", "done") for c in state.clients)
