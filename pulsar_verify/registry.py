@@ -12,6 +12,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 MODELS: dict[str, str] = {
     "pip-473": "invariants.pip473:Pip473",
     "v4-txn": "invariants.v4txn:V4Txn",
+    "pip-373": "invariants.pip373:Pip373",
     "toy-lock": "tests.toy_lock:LockModel",
 }
 

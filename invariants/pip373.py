@@ -1,0 +1,61 @@
+"""Properties of PIP-373, each with the sentence of the text it comes from. What a
+consumer sees after a skipped rebuild is checked with the v4 model's own properties."""
+from __future__ import annotations
+
+from models.pip373 import Pip373
+from models.pip373.model import FALSE, LEGACY_TXN, TRUE
+from models.v4txn.state import DATA
+
+from .v4txn import committed_never_filtered, read_committed
+
+__all__ = ["Pip373"]
+
+LOADS = ("load_skip", "load_rebuild", "load_confirm")
+
+
+def _held_txn_entry(s) -> bool:
+    return any(kind == DATA and t for kind, t in s.logs[0])
+
+
+def _txn_ever_sent(s) -> bool:
+    return any(c.sends for c in s.clients) or any(t == LEGACY_TXN for _, t in s.logs[0])
+
+
+Pip373.action_property("read-committed",
+                       "After any crash and reload, no subscription receives an aborted or still-open txn's entry",
+                       "Two Indexes exist 'to avoid consuming aborted messages or TXN in-progress messages'")(
+    read_committed)
+Pip373.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
+                       "Two Indexes: 'aborted messages indexes'")(committed_never_filtered)
+
+
+@Pip373.action_property("txn-topic-never-skips", "A topic that ever held a transactional entry never skips the rebuild",
+                        "'Skip Transaction Buffer re-building Two Indexes if the topic ... does not contain TXN "
+                        "messages'")
+def txn_topic_never_skips(m, s, a, t):
+    return a.name != "load_skip" or not _held_txn_entry(s)
+
+
+@Pip373.action_property("flag-never-cleared", "Once the broker has set the property true, it never goes back",
+                        "'it will be set to true when the first TXN message is publishing'")
+def flag_never_cleared(m, s, a, t):
+    return s.prop != (TRUE, True) or t.prop[0] == TRUE
+
+
+@Pip373.action_property("flag-system-owned", "No admin or user write changes the property",
+                        "'NotAllowedException when you try to set/remove a topic property named "
+                        "__contains_txn_messages'")
+def flag_system_owned(m, s, a, t):
+    return a.name not in ("admin_update", "admin_remove") or t.prop == s.prop
+
+
+@Pip373.action_property("skip-when-no-txn",
+                        "A topic never sent a transactional message skips the rebuild on every load once the broker "
+                        "has written its property false",
+                        "'We'd better skip Transaction Buffer re-building Two Indexes if the topic ... does not "
+                        "contain TXN messages to save resources usage'")
+def skip_when_no_txn(m, s, a, t):
+    if a.name not in LOADS or _txn_ever_sent(s):
+        return True
+    return s.prop != (FALSE, True) or a.name == "load_skip"
+

@@ -1,0 +1,189 @@
+"""PIP-373 as written (``shared/seeds/004_*.txt``, a partly garbled capture), on the v4
+transaction buffer of one ``persistent://`` topic (``models/v4txn``).
+
+- "``__contains_txn_messages``, the default value is false, and it will be set to true
+  when the first TXN message is publishing"; the buffer skips rebuilding its Two
+  Indexes "if the property is false". The text does not order the append of the first
+  transactional entry and the write of the property: they are separate actions, each
+  able to happen first, with a broker crash and a topic reload between any two steps.
+  The property lives in the managed ledger's properties: a write is queued in memory
+  (``Buffer.flag``) and persisted by its own step, or lost with the broker.
+- Upgrade, "3 scenarios": the property empty ("broker initializes it by confirming
+  whether there is TXN messages or not": the load scans the log, then persists what it
+  found), not a boolean ("always re-building ... you can never modify it anymore"), a
+  boolean set by a user ("broker assumed that it is a system property").
+- Admin API: "NotAllowedException when you try to set/remove" it; get is allowed.
+
+The persisted property is ``(value, by_broker)``; ``by_broker`` (the broker wrote it) is
+a ghost in the design as written, which cannot tell who wrote a value. The fix
+``confirm-unmarked`` makes it real, as a second reserved key only the broker writes.
+"""
+from __future__ import annotations
+
+from pulsar_verify.model import Param, Variant, act
+from pulsar_verify.values import put, replace
+
+from models.v4txn import V4Txn
+from models.v4txn.buffer import rebuild
+from models.v4txn.model import MUTANTS as V4_MUTANTS
+from models.v4txn.state import ABORT_MARKER, DATA, Buffer, State
+
+ABSENT, TRUE, FALSE, JUNK = "absent", "true", "false", "junk"
+UPGRADES = {  # initial property of the topic -> (value, written by the broker)
+    "new-topic": (FALSE, True),  # created after the upgrade: the default, false
+    "absent": (ABSENT, False),
+    "user-false": (FALSE, False),
+    "user-true": (TRUE, False),
+    "non-boolean": (JUNK, False),
+}
+LEGACY_TXN = 9  # the txn id of the pre-upgrade transactional entry
+LEGACY = {  # the topic's log before the upgrade
+    "none": (),
+    "plain": ((DATA, 0),),
+    "aborted-txn": ((DATA, LEGACY_TXN), (ABORT_MARKER, LEGACY_TXN)),
+}
+FIXES = {
+    "persist-before-append": "the first transactional entry is appended only after the property is persisted true",
+    "confirm-unmarked": "the broker records that it wrote the property (a second reserved key) and confirms any "
+                        "value it did not write by scanning the log",
+}
+MUTANTS = {
+    "mutant:admin-can-write": "the admin API accepts updates and removals (checks flag-system-owned, "
+                              "flag-never-cleared)",
+    "mutant:always-rebuild": "the buffer rebuilds on every load (checks skip-when-no-txn)",
+    "mutant:commit-marks-aborted": V4_MUTANTS["mutant:commit-marks-aborted"],
+}
+
+
+class Pip373(V4Txn):
+    name = "pip-373"
+    title = "PIP-373 Skip the transaction buffer's rebuild with __contains_txn_messages"
+    source = "shared/seeds/004_77cd9114f90198e7.txt"
+    variants = (
+        (Variant("as-written", "the property as PIP-373 describes it", "as-written"),)
+        + tuple(Variant(name, desc, "fix") for name, desc in FIXES.items())
+        + (Variant("all-fixes", "every fix above together", "fix"),)
+        + tuple(Variant(name, desc, "mutant") for name, desc in MUTANTS.items())
+    )
+    params = {
+        "txns": Param(1, "transactions", 1, 2),
+        "topics": Param(1, "topics (PIP-373 is about one topic's load)", 1, 1),
+        "writes": Param(1, "transactional sends per txn", 0, 2),
+        "acks": Param(0, "transactional acks per txn", 0, 1),
+        "nontxn": Param(0, "non-transactional sends in all", 0, 2),
+        "crashes": Param(1, "broker crashes (topic reloads) in all", 0, 3),
+        "seals": Param(0, "not used: persistent:// topics are not sealed", 0, 0),
+        "snapshots": Param(0, "TB snapshots taken in all", 0, 1),
+        "upgrade": Param("new-topic", "the property when the topic is first loaded: " + ", ".join(UPGRADES),
+                         choices=tuple(UPGRADES)),
+        "legacy": Param("none", "the topic's log before the upgrade: " + ", ".join(LEGACY), choices=tuple(LEGACY)),
+        "admin": Param(True, "the admin API may try to update or remove the property"),
+    }
+    presets = {
+        "default": {},
+        "aborted": {"txns": 1, "crashes": 2},
+        "upgrade-absent": {"upgrade": "absent", "legacy": "aborted-txn"},
+        "upgrade-user-false": {"upgrade": "user-false", "legacy": "aborted-txn", "writes": 0},
+        "upgrade-user-false-plain": {"upgrade": "user-false", "legacy": "plain"},
+        "upgrade-user-true": {"upgrade": "user-true", "legacy": "plain"},
+        "upgrade-non-boolean": {"upgrade": "non-boolean", "legacy": "aborted-txn"},
+        "two-txns": {"txns": 2, "nontxn": 1, "snapshots": 1},
+    }
+    large_presets = ("two-txns",)
+    action_labels = tuple(sorted(set(V4Txn.action_labels) - {"tb_recover", "seal", "append_rejected",
+                                                             "marker_rejected"}
+                                 | {"load_skip", "load_rebuild", "load_confirm", "persist_flag", "request_flag",
+                                    "admin_update", "admin_remove"}))
+
+    def __init__(self, config):
+        super().__init__(config)
+        v = config.variant
+        self.fixes = frozenset(FIXES) if v == "all-fixes" else frozenset({v} & set(FIXES))
+        self._apply.update({"load_skip": load_skip, "load_rebuild": load_rebuild, "load_confirm": load_confirm,
+                            "persist_flag": persist_flag, "admin_update": admin_write, "admin_remove": admin_write})
+
+    def action_names(self):
+        names = set(super().action_names()) & set(self.action_labels)
+        if not self.config.admin:
+            names -= {"admin_update", "admin_remove"}
+        if "persist-before-append" not in self.fixes:
+            names.discard("request_flag")
+        return sorted(names)
+
+    def load_labels(self):
+        return ["load_skip", "load_rebuild", "load_confirm"]
+
+    def initial_prop(self):
+        return UPGRADES[self.config.upgrade]
+
+    def initial_log(self):
+        return LEGACY[self.config.legacy]
+
+    def trusted(self, s: State) -> bool:
+        """Does the broker take the persisted value as its own?"""
+        return "confirm-unmarked" not in self.fixes or s.prop[1]
+
+    def loads(self, s: State, topic: int):
+        value = s.prop[0]
+        if value == ABSENT or (value in (TRUE, FALSE) and not self.trusted(s)):
+            yield act("load_confirm", topic=topic)
+        elif value == FALSE and self.config.variant != "mutant:always-rebuild":
+            yield act("load_skip", topic=topic)
+        else:
+            yield act("load_rebuild", topic=topic)
+
+    def on_txn_append(self, s: State, topic: int, b: Buffer) -> Buffer:
+        """"set to true when the first TXN message is publishing": queue the write."""
+        return b if self.flag_set(s) or b.flag == TRUE else replace(b, flag=TRUE)
+
+    def flag_set(self, s: State) -> bool:
+        """The persisted property already says what the first transactional entry must make it say
+        (and no other value is queued over it); a non-boolean value is never modified."""
+        return s.prop[0] == JUNK or (s.prop[0] == TRUE and self.trusted(s) and s.buffers[0].flag is None)
+
+    def actions(self, s: State):
+        for a in super().actions(s):
+            if a.name == "append" and "persist-before-append" in self.fixes and not self.flag_set(s):
+                if s.buffers[0].flag != TRUE:  # ask for the property first; append once it is persisted
+                    yield act("request_flag", txn=a.param("txn"), topic=0)
+                continue
+            yield a
+        b = s.buffers[0]
+        if b.ready and b.flag is not None:
+            yield act("persist_flag", topic=0, value=b.flag)
+        if self.config.admin and b.ready:
+            for value in (TRUE, FALSE):
+                yield act("admin_update", value=value)
+            yield act("admin_remove")
+
+    def next_state(self, s, a):
+        if a.name == "request_flag":
+            return replace(s, buffers=put(s.buffers, 0, replace(s.buffers[0], flag=TRUE)))
+        return super().next_state(s, a)
+
+
+def load_skip(m, s: State, a):
+    """The property is false: the buffer starts with empty indexes, maxReadPosition at LAC."""
+    return replace(s, buffers=put(s.buffers, 0, Buffer(ready=True)))
+
+
+def load_rebuild(m, s: State, a):
+    return replace(s, buffers=put(s.buffers, 0, rebuild(s, 0)))
+
+
+def load_confirm(m, s: State, a):
+    """An empty (or, with ``confirm-unmarked``, unconfirmed) property: scan the log, which
+    rebuilds the indexes, and queue the value found."""
+    found = TRUE if any(kind == DATA and t for kind, t in s.logs[0]) else FALSE
+    return replace(s, buffers=put(s.buffers, 0, replace(rebuild(s, 0), flag=found)))
+
+
+def persist_flag(m, s: State, a):
+    return replace(s, prop=(a.param("value"), True), buffers=put(s.buffers, 0, replace(s.buffers[0], flag=None)))
+
+
+def admin_write(m, s: State, a):
+    """``pulsar-admin topics update-properties / remove-properties``: NotAllowedException."""
+    if m.config.variant != "mutant:admin-can-write":
+        return s
+    return replace(s, prop=(a.param("value") if a.name == "admin_update" else ABSENT, False))
