@@ -98,6 +98,15 @@ class Variant:
     kind: str = "fix"  # as-written | fix | mutant (deliberately broken, for checking the checks)
 
 
+def variants_of(as_written: str, fixes: dict[str, str], mutants: dict[str, str]) -> tuple:
+    """``as-written``, each named fix, ``all-fixes`` (when there are several), then the mutants."""
+    out = [Variant("as-written", as_written, "as-written")]
+    out += [Variant(name, desc, "fix") for name, desc in fixes.items()]
+    if len(fixes) > 1:
+        out.append(Variant("all-fixes", "every fix above together", "fix"))
+    return tuple(out + [Variant(name, desc, "mutant") for name, desc in mutants.items()])
+
+
 class Config:
     """Bounds, fault switches and the variant of one model instance (immutable)."""
 
@@ -234,3 +243,26 @@ class Model:
             if p.id == pid:
                 return p
         raise KeyError(pid)
+
+
+class ComposedModel(Model):
+    """A model whose actions come from several modules, one per component of the protocol;
+    each module has ``actions(model, state)`` and ``APPLY`` (label -> ``fn(model, state, action)``)."""
+
+    modules: Sequence = ()
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "modules" in cls.__dict__ and "action_labels" not in cls.__dict__:
+            cls.action_labels = tuple(sorted({name for mod in cls.modules for name in mod.APPLY}))
+
+    def __init__(self, config: Config):
+        super().__init__(config)
+        self._apply = {name: fn for mod in self.modules for name, fn in mod.APPLY.items()}
+
+    def actions(self, state) -> Iterable[Action]:
+        for mod in self.modules:
+            yield from mod.actions(self, state)
+
+    def next_state(self, state, action: Action):
+        return self._apply[action.name](self, state, action)

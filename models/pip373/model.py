@@ -20,7 +20,7 @@ a ghost in the design as written, which cannot tell who wrote a value. The fix
 """
 from __future__ import annotations
 
-from pulsar_verify.model import Param, Variant, act
+from pulsar_verify.model import Param, act, variants_of
 from pulsar_verify.values import put, replace
 
 from models.v4txn import V4Txn
@@ -59,12 +59,7 @@ class Pip373(V4Txn):
     name = "pip-373"
     title = "PIP-373 Skip the transaction buffer's rebuild with __contains_txn_messages"
     source = "shared/seeds/004_77cd9114f90198e7.txt"
-    variants = (
-        (Variant("as-written", "the property as PIP-373 describes it", "as-written"),)
-        + tuple(Variant(name, desc, "fix") for name, desc in FIXES.items())
-        + (Variant("all-fixes", "every fix above together", "fix"),)
-        + tuple(Variant(name, desc, "mutant") for name, desc in MUTANTS.items())
-    )
+    variants = variants_of("the property as PIP-373 describes it", FIXES, MUTANTS)
     params = {
         "txns": Param(1, "transactions", 1, 2),
         "topics": Param(1, "topics (PIP-373 is about one topic's load)", 1, 1),

@@ -16,13 +16,12 @@ watch delivery and the materialization that runs in its callback.
 """
 from __future__ import annotations
 
-from pulsar_verify.model import Model, Param, Variant
+from pulsar_verify.model import ComposedModel, Param, variants_of
 from pulsar_verify.values import FrozenMap
 
 from . import buffer, coordinator, dispatcher, lifecycle, pending_ack
 from .state import Buffer, Client, PendingAck, State, Sub
 
-MODULES = (coordinator, buffer, pending_ack, dispatcher, lifecycle)
 FIXES = {
     "open-entry-barrier": "the dispatcher never passes an entry of a txn whose header is still OPEN",
     "finalize-in-cas": "finalized_ms is set in the same CAS that decides the txn (as the sequence diagram has it)",
@@ -41,16 +40,12 @@ MUTANTS = {
 }
 
 
-class Pip473(Model):
+class Pip473(ComposedModel):
     name = "pip-473"
     title = "PIP-473 Metadata-Driven Transactions for Scalable Topics"
     source = "shared/seeds/000_c973aa9b5a217997.txt"
-    variants = (
-        (Variant("as-written", "the protocol as PIP-473 describes it", "as-written"),)
-        + tuple(Variant(name, desc, "fix") for name, desc in FIXES.items())
-        + (Variant("all-fixes", "every fix above together", "fix"),)
-        + tuple(Variant(name, desc, "mutant") for name, desc in MUTANTS.items())
-    )
+    variants = variants_of("the protocol as PIP-473 describes it", FIXES, MUTANTS)
+    modules = (coordinator, buffer, pending_ack, dispatcher, lifecycle)
     params = {
         "txns": Param(1, "transactions", 1, 4),
         "segments": Param(1, "segments", 1, 3),
@@ -76,14 +71,12 @@ class Pip473(Model):
         "two-txns": {"txns": 2, "acks": 1, "nontxn": 1},
     }
     large_presets = ("two-segments", "two-txns")
-    action_labels = tuple(sorted({name for mod in MODULES for name in mod.APPLY}))
 
     def __init__(self, config):
         super().__init__(config)
         v = config.variant
         self.fixes = frozenset(FIXES) if v == "all-fixes" or v.startswith("mutant:") else (
             frozenset({v}) if v in FIXES else frozenset())
-        self._apply = {name: fn for mod in MODULES for name, fn in mod.APPLY.items()}
 
     def action_names(self):
         names = set(self.action_labels)
@@ -116,13 +109,6 @@ class Pip473(Model):
             crashes=0, tc_crashes=0, seals=0,
             decided=FrozenMap(), acks_made=frozenset(), applied=FrozenMap(),
         )]
-
-    def actions(self, state):
-        for mod in MODULES:
-            yield from mod.actions(self, state)
-
-    def next_state(self, state, action):
-        return self._apply[action.name](self, state, action)
 
     def is_terminal(self, state):
         """Every transaction the clients started has ended and nothing is in flight."""

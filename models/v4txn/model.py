@@ -8,13 +8,12 @@ ADD_SUBSCRIPTION_TO_TXN and the pending-ack append.
 """
 from __future__ import annotations
 
-from pulsar_verify.model import Model, Param, Variant, act
+from pulsar_verify.model import ComposedModel, Param, act, variants_of
 from pulsar_verify.values import FrozenMap
 
 from . import buffer, coordinator, pending_ack
 from .state import Buffer, Client, State, Sub
 
-MODULES = (coordinator, buffer, pending_ack)
 MUTANTS = {
     "mutant:deliver-aborted": "the dispatcher ignores the aborted set (checks read-committed)",
     "mutant:commit-marks-aborted": "the TB records a commit as an abort (checks committed-never-filtered)",
@@ -23,15 +22,15 @@ MUTANTS = {
 }
 
 
-class V4Txn(Model):
+class V4Txn(ComposedModel):
     name = "v4-txn"
     title = "v4 transactions: legacy TC, in-stream commit/abort markers, sibling pending-ack topic"
     source = "shared/seeds/000_c973aa9b5a217997.txt (Background)"
-    variants = (
-        Variant("as-written", "v4 as PIP-473's Background describes it, on topics that can be sealed", "as-written"),
-        Variant("off-segment-markers", "PIP-473 Alternative B: markers in a separate stream sealing does not close",
-                "fix"),
-    ) + tuple(Variant(name, desc, "mutant") for name, desc in MUTANTS.items())
+    variants = variants_of(
+        "v4 as PIP-473's Background describes it, on topics that can be sealed",
+        {"off-segment-markers": "PIP-473 Alternative B: markers in a separate stream sealing does not close"},
+        MUTANTS)
+    modules = (coordinator, buffer, pending_ack)
     params = {
         "txns": Param(1, "transactions", 1, 3),
         "topics": Param(1, "topics (segments)", 1, 2),
@@ -51,12 +50,6 @@ class V4Txn(Model):
         "two-topics": {"txns": 2, "topics": 2, "seals": 1, "acks": 1, "nontxn": 1, "crashes": 1},
     }
     large_presets = ("two-topics",)
-    action_labels = tuple(sorted({name for mod in MODULES for name in mod.APPLY}))
-
-    def __init__(self, config):
-        super().__init__(config)
-        self._apply = {name: fn for mod in MODULES for name, fn in mod.APPLY.items()}
-
     def action_names(self):
         cfg = self.config
         blocked = cfg.seals and cfg.variant != "off-segment-markers"
@@ -97,13 +90,6 @@ class V4Txn(Model):
             crashes=0, seals=0, snapshots_taken=0, nontxn=0,
             decided=FrozenMap((t, "ABORTED") for kind, t in log if kind == "a"),
         )]
-
-    def actions(self, state):
-        for mod in MODULES:
-            yield from mod.actions(self, state)
-
-    def next_state(self, state, action):
-        return self._apply[action.name](self, state, action)
 
     def is_terminal(self, state):
         """Every transaction the clients started has ended and nothing is in flight."""
