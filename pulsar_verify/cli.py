@@ -221,10 +221,27 @@ def cmd_review(args) -> int:
         liveness = "checked" if r.liveness_checked else "not checked"
         lines.append(f"| {name} | {variant} | {preset} | {engine} | {r.distinct_states:,} | {r.transitions:,} | "
                      f"{r.depth} | {liveness} | {', '.join(v.prop.id for v in r.violations) or '-'} |")
+    lines += sealed_comparison(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "index.md").write_text("\n".join(lines) + "\n")
     print(f"report: {args.out / 'index.md'}")
     return 0
+
+
+def sealed_comparison(rows) -> list[str]:
+    """v4 (in-stream markers) against PIP-473 on the scenario PIP-473 exists for: a segment
+    sealed mid-transaction (bounds ``sealed`` of both models, in-process)."""
+    cells = {}
+    for name, variant, preset, engine, r in rows:
+        if name in ("v4-txn", "pip-473") and variant == "as-written" and preset == "sealed" and engine == "local":
+            stall = next((v for v in r.violations if v.prop.id == "end-txn-completes"), None)
+            cells[name] = (f"violated: {stall.length}-step lasso" if stall else
+                           "holds" if r.liveness_checked else "not checked")
+    if len(cells) < 2:
+        return []
+    return ["", "## A segment sealed mid-transaction: v4 against PIP-473", "",
+            "| model | end-txn-completes (bounds `sealed`) |", "|---|---|",
+            f"| v4-txn (in-stream markers) | {cells['v4-txn']} |", f"| pip-473 (metadata-driven) | {cells['pip-473']} |"]
 
 
 COMMANDS = {"list": cmd_list, "explore": cmd_explore, "replay": cmd_replay, "prove": cmd_prove,
