@@ -3,18 +3,13 @@ consumer sees after a skipped rebuild is checked with the v4 model's own propert
 from __future__ import annotations
 
 from models.pip373 import Pip373
-from models.pip373.model import FALSE, LEGACY_TXN, TRUE
-from models.v4txn.state import DATA
+from models.pip373.model import FALSE, LEGACY_TXN, TRUE, holds_txn_entry
 
 from .v4txn import committed_never_filtered, read_committed
 
 __all__ = ["Pip373"]
 
 LOADS = ("load_skip", "load_rebuild", "load_confirm")
-
-
-def _held_txn_entry(s) -> bool:
-    return any(kind == DATA and t for kind, t in s.logs[0])
 
 
 def _txn_ever_sent(s) -> bool:
@@ -33,7 +28,7 @@ Pip373.action_property("committed-never-filtered", "No subscription skips an ent
                         "'Skip Transaction Buffer re-building Two Indexes if the topic ... does not contain TXN "
                         "messages'")
 def txn_topic_never_skips(m, s, a, t):
-    return a.name != "load_skip" or not _held_txn_entry(s)
+    return a.name != "load_skip" or not holds_txn_entry(s.logs[0])
 
 
 @Pip373.action_property("flag-never-cleared", "Once the broker has set the property true, it never goes back",

@@ -55,6 +55,10 @@ MUTANTS = {
 }
 
 
+def holds_txn_entry(log: tuple) -> bool:
+    return any(kind == DATA and t for kind, t in log)
+
+
 class Pip373(V4Txn):
     name = "pip-373"
     title = "PIP-373 Skip the transaction buffer's rebuild with __contains_txn_messages"
@@ -95,7 +99,8 @@ class Pip373(V4Txn):
         v = config.variant
         self.fixes = frozenset(FIXES) if v == "all-fixes" else frozenset({v} & set(FIXES))
         self._apply.update({"load_skip": load_skip, "load_rebuild": load_rebuild, "load_confirm": load_confirm,
-                            "persist_flag": persist_flag, "admin_update": admin_write, "admin_remove": admin_write})
+                            "persist_flag": persist_flag, "request_flag": request_flag, "admin_update": admin_write,
+                            "admin_remove": admin_write})
 
     def action_names(self):
         names = set(super().action_names()) & set(self.action_labels)
@@ -151,11 +156,6 @@ class Pip373(V4Txn):
                 yield act("admin_update", value=value)
             yield act("admin_remove")
 
-    def next_state(self, s, a):
-        if a.name == "request_flag":
-            return replace(s, buffers=put(s.buffers, 0, replace(s.buffers[0], flag=TRUE)))
-        return super().next_state(s, a)
-
 
 def load_skip(m, s: State, a):
     """The property is false: the buffer starts with empty indexes, maxReadPosition at LAC."""
@@ -169,8 +169,13 @@ def load_rebuild(m, s: State, a):
 def load_confirm(m, s: State, a):
     """An empty (or, with ``confirm-unmarked``, unconfirmed) property: scan the log, which
     rebuilds the indexes, and queue the value found."""
-    found = TRUE if any(kind == DATA and t for kind, t in s.logs[0]) else FALSE
+    found = TRUE if holds_txn_entry(s.logs[0]) else FALSE
     return replace(s, buffers=put(s.buffers, 0, replace(rebuild(s, 0), flag=found)))
+
+
+def request_flag(m, s: State, a):
+    """``persist-before-append``: the publish asks for the property write and waits for it."""
+    return replace(s, buffers=put(s.buffers, 0, replace(s.buffers[0], flag=TRUE)))
 
 
 def persist_flag(m, s: State, a):

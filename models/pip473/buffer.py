@@ -13,11 +13,10 @@ header watch: commit evicts the cache entry, abort marks the txn aborted,
 from __future__ import annotations
 
 from pulsar_verify.model import act
-from pulsar_verify.values import FrozenMap, replace
+from pulsar_verify.values import FrozenMap, put, replace
 
 from . import store
 from .state import ABORTED, COMMITTED, FINAL, OPEN, WRITE, Op, Publish, State
-from pulsar_verify.values import put
 
 
 def actions(m, s: State):

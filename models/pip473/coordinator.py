@@ -17,11 +17,10 @@ PIP-473 "Transaction Coordinator V5":
 from __future__ import annotations
 
 from pulsar_verify.model import act
-from pulsar_verify.values import replace
+from pulsar_verify.values import put, replace
 
 from . import store
 from .state import ABORTED, ACK, COMMITTED, OPEN, WRITE, End, Header, State
-from pulsar_verify.values import put
 
 
 def actions(m, s: State):

@@ -10,11 +10,10 @@ the ghosts ``received`` and ``filtered``.
 from __future__ import annotations
 
 from pulsar_verify.model import act
-from pulsar_verify.values import replace
+from pulsar_verify.values import put, replace
 
 from .buffer import max_read_position, txn_status
 from .state import ABORTED, OPEN, State
-from pulsar_verify.values import put
 
 
 def decision(m, s: State, seg: int, pos: int) -> str | None:

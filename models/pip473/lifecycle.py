@@ -16,12 +16,11 @@
 from __future__ import annotations
 
 from pulsar_verify.model import act
-from pulsar_verify.values import FrozenMap, replace
+from pulsar_verify.values import FrozenMap, put, replace
 
 from . import store
 from .buffer import load_index
 from .state import WRITE, Buffer, PendingAck, State
-from pulsar_verify.values import put
 
 
 def actions(m, s: State):

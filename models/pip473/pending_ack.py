@@ -11,11 +11,10 @@ range-queries the same index and hydrates the in-memory state.
 from __future__ import annotations
 
 from pulsar_verify.model import act
-from pulsar_verify.values import replace
+from pulsar_verify.values import put, replace
 
 from . import store
 from .state import ACK, COMMITTED, FINAL, Op, State
-from pulsar_verify.values import put
 
 
 def actions(m, s: State):

@@ -15,10 +15,9 @@ this model); timeouts are left out for the same reason.
 from __future__ import annotations
 
 from pulsar_verify.model import act
-from pulsar_verify.values import replace
+from pulsar_verify.values import put, replace
 
 from .state import ABORTED, COMMITTED, ENDING, OPEN, PARTITION, SUBSCRIPTION, State
-from pulsar_verify.values import put
 
 
 def actions(m, s: State):
@@ -27,14 +26,13 @@ def actions(m, s: State):
         c = s.clients[t - 1]
         if c.phase == "idle":
             yield act("new_txn", txn=t)
-        elif c.phase == "open":
-            if c.sends < cfg.writes and not any(p[0] == t for p in s.publishes):
+        elif c.phase == "open" and not any(p[0] == t for p in s.publishes):
+            if c.sends < cfg.writes:
                 for topic in range(cfg.topics):
                     yield act("add_partition", txn=t, topic=topic)
-            if not any(p[0] == t for p in s.publishes):
-                if not c.failed:
-                    yield act("end_txn", txn=t, want=COMMITTED)
-                yield act("end_txn", txn=t, want=ABORTED)
+            if not c.failed:
+                yield act("end_txn", txn=t, want=COMMITTED)
+            yield act("end_txn", txn=t, want=ABORTED)
         elif c.phase == "ending" and m.config.variant == "mutant:end-any-state" and s.tc[t] == ENDING[s.decided[t]]:
             yield act("end_txn", txn=t, want=ABORTED if s.decided[t] == COMMITTED else COMMITTED)
     for (t, kind, topic), status in s.rpcs:

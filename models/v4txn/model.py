@@ -12,7 +12,7 @@ from pulsar_verify.model import ComposedModel, Param, act, variants_of
 from pulsar_verify.values import FrozenMap
 
 from . import buffer, coordinator, pending_ack
-from .state import Buffer, Client, State, Sub
+from .state import ABORT_MARKER, ABORTED, Buffer, Client, State, Sub
 
 MUTANTS = {
     "mutant:deliver-aborted": "the dispatcher ignores the aborted set (checks read-committed)",
@@ -88,7 +88,7 @@ class V4Txn(ComposedModel):
             pending_logs=((),) * n, cursors=FrozenMap(), buffers=(Buffer(),) * n, subs=(Sub(),) * n,
             publishes=frozenset(), clients=(Client(),) * c.txns, prop=self.initial_prop(),
             crashes=0, seals=0, snapshots_taken=0, nontxn=0,
-            decided=FrozenMap((t, "ABORTED") for kind, t in log if kind == "a"),
+            decided=FrozenMap((t, ABORTED) for kind, t in log if kind == ABORT_MARKER),
         )]
 
     def is_terminal(self, state):
