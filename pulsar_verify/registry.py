@@ -13,6 +13,7 @@ MODELS: dict[str, str] = {
     "pip-473": "invariants.pip473:Pip473",
     "v4-txn": "invariants.v4txn:V4Txn",
     "pip-373": "invariants.pip373:Pip373",
+    "pip-468": "invariants.pip468:Pip468",
     "toy-lock": "tests.toy_lock:LockModel",
 }
 

@@ -1,0 +1,144 @@
+"""Properties of the PIP-468 controller model, each with the PIP-468 text it comes from:
+what producers, consumers and operators observe, and the metadata's own integrity."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from models.pip468 import Pip468
+from models.pip468.assignment import round_robin
+from models.pip468.layout import layout_problems
+from models.pip468.state import KEY_HASHES
+
+__all__ = ["Pip468"]
+
+SPLIT_WHY = "Split Protocol, Why this ordering matters"
+
+
+@lru_cache(maxsize=4096)
+def layout_ok(layout) -> bool:
+    return not layout_problems(layout)
+
+
+def layout_valid(m, s):
+    return layout_ok(s.layout)
+
+
+def epoch_increases(m, s, a, t):
+    return t.version >= s.version and (t.layout == s.layout or t.layout.epoch > s.layout.epoch)
+
+
+def _target(s, a):
+    return s.view.find_active_segment(KEY_HASHES[a.param("key")]).segment_id
+
+
+def sealed_accepts_no_write(m, s, a, t):
+    if a.name != "publish":
+        return True
+    seg = _target(s, a)
+    return s.layout.segment(seg).active and not s.topics.get(seg).terminated
+
+
+def one_writable_segment(m, s):
+    for h in KEY_HASHES:
+        routes = {s.layout.find_active_segment(h).segment_id, s.view.find_active_segment(h).segment_id}
+        if sum(1 for seg in routes if seg in s.topics and not s.topics[seg].terminated) > 1:
+            return False
+    return True
+
+
+def cursors_before_routing(m, s, a, t):
+    if a.name != "publish":
+        return True
+    topic = s.topics.get(_target(s, a))
+    return topic is not None and all(sub in topic.cursors for sub in s.subs)
+
+
+def undelivered(s):
+    """(msg, subscription) pairs acknowledged to the producer and not yet delivered."""
+    return [(msg, sub) for msg, _, _, _, subs in s.acked for sub in sorted(subs)
+            if msg not in s.delivered.get(sub, ())]
+
+
+def no_message_loss(m, s):
+    for msg, _, seg, pos, subs in s.acked:
+        cursors = s.topics[seg].cursors
+        for sub in subs:
+            if msg not in s.delivered.get(sub, ()) and not (sub in cursors and cursors[sub] <= pos):
+                return False
+    return True
+
+
+def per_key_order(m, s, a, t):
+    if a.name != "deliver" or a.param("sub") != "s0" or not m.config.consumers:
+        return True
+    topic = s.topics[a.param("segment")]
+    msg, key = topic.entries[topic.cursors["s0"]]
+    keys = {mm: k for mm, k, _, _, _ in s.acked}
+    return not any(keys[d] == key and d > msg for d in s.delivered.get("s0", ()))
+
+
+def assignment_exclusive(m, s):
+    seen = [seg for segs in s.registrations.values() for seg in segs]
+    return len(seen) == len(set(seg for seg in seen))
+
+
+def reconnect_keeps_assignment(m, s, a, t):
+    if a.name != "connect" or a.param("consumer") not in s.ctrls[s.lock].members:
+        return True
+    return t.registrations == s.registrations
+
+
+def stranded(m, s):
+    return any(s.topics[seg.segment_id].terminated for seg in s.layout.active_segments)
+
+
+def assignment_stale(m, s):
+    return bool(s.registrations) and s.registrations != round_robin(s.layout, s.registrations.keys())
+
+
+# Weak fairness: the controller's steps, elections, watch delivery, consumers reconnecting and reading;
+# not what operators, producers and failures do.
+ENVIRONMENT = {"request_split", "request_merge", "lose_session", "crash", "publish", "publish_rejected",
+               "disconnect", "create_subscription"}
+SYSTEM = tuple(sorted(set(Pip468.action_labels) - ENVIRONMENT))
+
+Pip468.invariant("layout-valid", "The persisted layout's active segments partition [0x0000, 0xFFFF], its DAG is "
+                 "acyclic with symmetric links, ids are unique and below nextSegmentId, seals follow creations",
+                 "SegmentLayout; SegmentInfo; Metadata Store Schema")(layout_valid)
+Pip468.action_property("epoch-increases", "The metadata version never goes back and every layout change "
+                       "increases the epoch", "SegmentLayout: 'epoch ... incremented on every layout change'")(
+    epoch_increases)
+Pip468.action_property("sealed-accepts-no-write", "No write is accepted by a segment the metadata has sealed",
+                       f"{SPLIT_WHY}: 'by the time clients see the new layout, the parent is already sealed'")(
+    sealed_accepts_no_write)
+Pip468.invariant("one-writable-segment", "For every hash, the segments a producer can be routed to (by the "
+                 "metadata or a stale DAG) hold at most one writable topic",
+                 f"{SPLIT_WHY}: 'There is no window where both parent and children are writable'")(
+    one_writable_segment)
+Pip468.action_property("cursors-before-routing", "A producer's write lands only on a segment that has a cursor "
+                       "for every existing subscription",
+                       "Motivation: 'all subscription cursors exist before producers are redirected'")(
+    cursors_before_routing)
+Pip468.invariant("no-message-loss", "Every acknowledged message is delivered, or still in the backlog, of every "
+                 "subscription that existed when it was acknowledged",
+                 "Split Protocol: 'guarantee that no messages are lost'")(no_message_loss)
+Pip468.action_property("per-key-order", "The stream subscription receives each key's messages in publish order, "
+                       "across splits and merges",
+                       "Consumer Assignment: StreamConsumer (ordered) and 'getLineage ... catch-up reads'")(
+    per_key_order)
+Pip468.invariant("assignment-exclusive", "No segment is in two consumers' persisted assignments",
+                 "Consumer Assignment: 'Each active segment is owned by exactly one consumer at any time'")(
+    assignment_exclusive)
+Pip468.action_property("reconnect-keeps-assignment", "A consumer reconnecting within its grace period changes "
+                       "no assignment", "Consumer Session Lifecycle: 'resumes with the same persisted assignment "
+                       "— no rebalance, no other consumer disturbed'")(reconnect_keeps_assignment)
+Pip468.leads_to("writable-coverage", "Every hash again has a writable segment after any split, merge or failover",
+                "Leader Election and Failover; Split Protocol step 3-4",
+                trigger=stranded, goal=lambda m, s: not stranded(m, s), fair=SYSTEM)
+Pip468.leads_to("acked-delivered", "Every acknowledged message is eventually delivered to every subscription "
+                "that existed when it was acknowledged", "Split Protocol: 'no messages are lost'",
+                trigger=lambda m, s: bool(undelivered(s)), goal=lambda m, s: not undelivered(s), fair=SYSTEM)
+Pip468.leads_to("assignment-complete", "The persisted assignment converges to the round-robin of the current "
+                "active segments over the registered consumers",
+                "Rebalancing; Layout Change Propagation; Consumer Session Lifecycle (failover)",
+                trigger=assignment_stale, goal=lambda m, s: not assignment_stale(m, s), fair=SYSTEM)

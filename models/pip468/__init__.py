@@ -1,0 +1,3 @@
+from .model import Pip468
+
+__all__ = ["Pip468"]

@@ -1,0 +1,187 @@
+"""What runs alongside the controller: the producer and its DAG watch session, the admin's
+subscription creation, stream consumers and their sessions, and delivery to subscriptions
+(PIP-468 "DAG Watch Sessions", "Admin API", "Consumer Assignment").
+
+Delivery is per subscription: a queue subscription reads every segment, active or sealed
+("attaches directly to all segments"); the stream subscription reads only the segments
+assigned to a connected consumer, each after the ancestors ``getLineage`` gives ("DAG
+traversal during catch-up reads") have no backlog left.
+"""
+from __future__ import annotations
+
+from pulsar_verify.model import act
+from pulsar_verify.values import put, replace
+
+from .assignment import consumer_name, rebalance, round_robin
+from .controller import loaded
+from .state import KEY_HASHES, STREAM_SUB, State, Topic
+
+
+def stream_sub(m) -> str | None:
+    return STREAM_SUB if m.config.consumers else None
+
+
+def actions(m, s: State):
+    cfg = m.config
+    if not s.blocked and len(s.acked) < cfg.msgs:
+        for key in range(cfg.keys):
+            seg = s.view.find_active_segment(KEY_HASHES[key]).segment_id
+            t = s.topics.get(seg)
+            yield act("publish_rejected" if t is not None and t.terminated else "publish", key=key)
+    if s.view != s.layout:
+        yield act("dag_update")
+    if len(s.subs) < cfg.subs + cfg.new_subs:
+        for b, c in enumerate(s.ctrls):
+            if c.leader:
+                yield act("create_subscription", broker=b, sub=f"s{len(s.subs)}")
+    lock = s.lock
+    for i, x in enumerate(s.consumers):
+        name = consumer_name(i)
+        if lock is not None and s.ctrls[lock].leader and x.broker != lock:
+            yield act("connect", consumer=name)
+        if x.broker is not None and s.disconnects < cfg.disconnects:
+            yield act("disconnect", consumer=name)
+        if x.inbox is not None:
+            yield act("receive_assignment", consumer=name)
+    for b, c in enumerate(s.ctrls):
+        if c.leader:
+            for name in sorted(c.timers):
+                yield act("grace_expire", broker=b, consumer=name)
+    for seg, t in s.topics:
+        for sub, pos in t.cursors:
+            if pos < len(t.entries) and readable(m, s, sub, seg):
+                yield act("deliver", sub=sub, segment=seg)
+
+
+def readable(m, s: State, sub: str, seg: int) -> bool:
+    if sub != stream_sub(m):
+        return True
+    owned = set()
+    for x in s.consumers:
+        if x.broker is not None:
+            owned.update(x.view)
+    by_id = s.layout.all_segments
+    if not any(seg == o or (o in by_id and seg in s.layout.ancestors(o)) for o in owned):
+        return False
+    if m.config.variant == "mutant:no-catch-up" or seg not in by_id:
+        return True
+    for anc in s.layout.ancestors(seg):
+        t = s.topics.get(anc)
+        pos = t.cursors.get(sub) if t is not None else None
+        if pos is not None and pos < len(t.entries):
+            return False
+    return True
+
+
+def publish(m, s: State, a):
+    """The producer routes by ``findActiveSegment(hash)`` on its DAG and the segment's broker appends
+    and acknowledges; a topic missing from the broker is auto-created, with no cursor."""
+    key = a.param("key")
+    seg = s.view.find_active_segment(KEY_HASHES[key]).segment_id
+    t = s.topics.get(seg, Topic())
+    msg = len(s.acked) + 1
+    return replace(s, topics=s.topics.set(seg, replace(t, entries=t.entries + ((msg, key),))),
+                   acked=s.acked + ((msg, key, seg, len(t.entries), s.subs),))
+
+
+def publish_rejected(m, s: State, a):
+    """"producers writing to the parent receive ``TopicTerminated`` and must re-route to child
+    segments": the producer waits for its DAG watch to push a newer layout."""
+    return replace(s, blocked=True)
+
+
+def dag_update(m, s: State, a):
+    """The watch fires on the metadata change; the broker reloads and pushes the current DAG.
+    Delivery can be delayed arbitrarily and coalesces: the client gets the latest layout."""
+    return replace(s, view=s.layout, blocked=False)
+
+
+def create_subscription(m, s: State, a):
+    """Admin ``createSubscription``: the controller "propagates it to all active segments by issuing
+    ``createSubscription`` on each ``segment://`` topic" (a new cursor starts at the end of the
+    topic), then answers. Variant subs-in-metadata: the subscription is written into the
+    topic's metadata by CAS, so a split that read an older version fails its own CAS."""
+    b, sub = a.param("broker"), a.param("sub")
+    c = s.ctrls[b]
+    if "subs-in-metadata" in m.fixes:
+        s = replace(s, version=s.version + 1, subs=s.subs | {sub})
+        c = loaded(s, c)
+        s = replace(s, ctrls=put(s.ctrls, b, c))
+    topics = s.topics
+    for seg in c.layout.active_segments:
+        t = topics.get(seg.segment_id, Topic())
+        topics = topics.set(seg.segment_id, replace(t, cursors=t.cursors.set(sub, len(t.entries))))
+    return replace(s, topics=topics, subs=s.subs | {sub})
+
+
+def _consumer(s: State, name: str):
+    i = int(name[1:]) - 1
+    return i, s.consumers[i]
+
+
+def connect(m, s: State, a):
+    """A stream consumer connects to the controller leader (the DAG watch's ``controller_broker_url``)
+    and registers. A registered consumer within its grace period "resumes with the same persisted
+    assignment — no rebalance"; a new one is added and the assignment recomputed."""
+    name = a.param("consumer")
+    i, x = _consumer(s, name)
+    b = s.lock
+    c = s.ctrls[b]
+    if name in c.members:
+        c = replace(c, connected=c.connected | {name}, timers=c.timers - {name})
+        s = replace(s, ctrls=put(s.ctrls, b, c))
+        if m.config.variant == "mutant:rebalance-on-reconnect":
+            s = rebalance(m, s, b)
+        return replace(s, consumers=put(s.consumers, i, replace(x, broker=b, view=s.registrations.get(name, ()),
+                                                                   inbox=None)))
+    c = replace(c, members=c.members | {name}, connected=c.connected | {name})
+    s = replace(s, ctrls=put(s.ctrls, b, c), consumers=put(s.consumers, i, replace(x, broker=b, inbox=None)))
+    if m.config.variant == "mutant:no-rebalance-on-join":
+        mine = round_robin(c.layout, c.members)[name]
+        s = replace(s, registrations=s.registrations.set(name, mine))
+    else:
+        s = rebalance(m, s, b)
+    x = s.consumers[i]
+    return replace(s, consumers=put(s.consumers, i, replace(x, view=s.registrations[name], inbox=None)))
+
+
+def disconnect(m, s: State, a):
+    """The consumer's connection drops; the leader "transitions the in-memory state to disconnected
+    and starts a configurable session grace period timer"."""
+    name = a.param("consumer")
+    i, x = _consumer(s, name)
+    c = s.ctrls[x.broker]
+    if name in c.connected:
+        c = replace(c, connected=c.connected - {name}, timers=c.timers | {name})
+    return replace(s, ctrls=put(s.ctrls, x.broker, c), disconnects=s.disconnects + 1,
+                   consumers=put(s.consumers, i, replace(x, broker=None, inbox=None)))
+
+
+def receive_assignment(m, s: State, a):
+    i, x = _consumer(s, a.param("consumer"))
+    return replace(s, consumers=put(s.consumers, i, replace(x, view=x.inbox, inbox=None)))
+
+
+def grace_expire(m, s: State, a):
+    """"If the grace period expires, the leader deletes the ``ConsumerRegistration`` from the metadata
+    store and triggers a rebalance for the remaining consumers." """
+    b, name = a.param("broker"), a.param("consumer")
+    c = s.ctrls[b]
+    s = replace(s, ctrls=put(s.ctrls, b, replace(c, members=c.members - {name}, timers=c.timers - {name})),
+                registrations=s.registrations.remove(name))
+    return rebalance(m, s, b)
+
+
+def deliver(m, s: State, a):
+    """The next entry after the subscription's cursor on the segment reaches its consumer and is acked."""
+    sub, seg = a.param("sub"), a.param("segment")
+    t = s.topics[seg]
+    pos = t.cursors[sub]
+    msg = t.entries[pos][0]
+    return replace(s, topics=s.topics.set(seg, replace(t, cursors=t.cursors.set(sub, pos + 1))),
+                   delivered=s.delivered.set(sub, s.delivered.get(sub, ()) + (msg,)))
+
+
+APPLY = {"publish": publish, "publish_rejected": publish_rejected, "dag_update": dag_update,
+         "create_subscription": create_subscription, "connect": connect, "disconnect": disconnect,
+         "receive_assignment": receive_assignment, "grace_expire": grace_expire, "deliver": deliver}

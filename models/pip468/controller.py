@@ -1,0 +1,207 @@
+"""The controller leader: election and failover, and split and merge as their five steps
+(PIP-468 "Leader Election and Failover", "Split Protocol", "Merge Protocol").
+
+Steps merged, because nothing else observes the state between them: ``initialize()``'s
+metadata load and the election it then attempts; a CAS and the reload that follows it
+("Layout Change Propagation" 1). Each Segments admin call (create, terminate) is its own
+step; a call that fails is retried by the controller, and as every one of them is
+idempotent (``getOrCreateTopic``; terminating a terminated ledger) a failed-then-retried
+call is the same transition as one that succeeded, so failures add no separate action.
+"""
+from __future__ import annotations
+
+import attrs
+
+from pulsar_verify.model import act
+from pulsar_verify.values import put, replace
+
+from .layout import LayoutError
+from .state import (CAS, CREATE, DISCOVER, MERGE, NOTIFY, SPLIT, STREAM_SUB, TERMINATE, Controller, Op, State,
+                    Topic)
+from .assignment import rebalance
+
+
+def actions(m, s: State):
+    cfg = m.config
+    fixed = m.fixes
+    for b, c in enumerate(s.ctrls):
+        if s.lock is None and not c.leader:
+            yield act("elect", broker=b)
+        if c.leader and s.lock != b:
+            yield act("learn_deposed", broker=b)
+        if s.failovers < cfg.failovers:
+            if s.lock == b:
+                yield act("lose_session", broker=b)
+            if c.leader or c.ops:
+                yield act("crash", broker=b)
+        if c.leader and not ("op-intent" in fixed and s.intent):
+            if s.splits < cfg.splits:
+                for seg in c.layout.active_segments:
+                    if seg.hash_range.size > 1:
+                        yield act("request_split", broker=b, segment=seg.segment_id)
+            if s.merges < cfg.merges:
+                for pair in c.layout.adjacent_pairs():
+                    yield act("request_merge", broker=b, segments=pair)
+        for i, op in enumerate(c.ops):
+            if op.step == CAS and s.version != op.base:
+                yield act("cas_conflict", broker=b, op=i)
+            else:
+                yield act(op.step, broker=b, op=i)
+
+
+def _set_ctrl(s: State, b: int, c: Controller) -> State:
+    return replace(s, ctrls=put(s.ctrls, b, c))
+
+
+def _set_op(s: State, b: int, i: int, op: Op | None) -> State:
+    c = s.ctrls[b]
+    ops = c.ops[:i] + ((op,) if op is not None else ()) + c.ops[i + 1:]
+    return _set_ctrl(s, b, replace(c, ops=ops))
+
+
+def loaded(s: State, c: Controller) -> Controller:
+    return replace(c, version=s.version, layout=s.layout, subs=s.subs)
+
+
+def elect(m, s: State, a):
+    """``initialize()``: load the metadata, win the election ("Failover" 3-4): restore every
+    consumer registration and treat each consumer as just disconnected, with a fresh grace timer."""
+    b = a.param("broker")
+    members = frozenset(s.registrations.keys())
+    c = replace(loaded(s, s.ctrls[b]), leader=True, members=members, connected=frozenset(), timers=members)
+    if "op-intent" in m.fixes and s.intent and not c.ops:
+        c = replace(c, ops=(op_on(c, *s.intent),))  # the new leader resumes the persisted operation
+    s = replace(_set_ctrl(s, b, c), lock=b)
+    if "rebalance-on-load" in m.fixes:
+        s = rebalance(m, s, b)
+    return s
+
+
+def learn_deposed(m, s: State, a):
+    """The ``NoLeader`` notification reaches the broker: ``checkLeader()`` now rejects new mutations.
+    Operations already running are not stopped by it (the guard is at their entry)."""
+    b = a.param("broker")
+    return _set_ctrl(s, b, replace(s.ctrls[b], leader=False, connected=frozenset(), timers=frozenset()))
+
+
+def lose_session(m, s: State, a):
+    """"The metadata store detects the session loss and clears the leader lock"; the broker may
+    not know yet and keeps executing."""
+    return replace(s, lock=None, failovers=s.failovers + 1)
+
+
+def crash(m, s: State, a):
+    """The broker crashes and restarts: its controller's memory (operations, timers) is gone."""
+    b = a.param("broker")
+    consumers = tuple(replace(x, broker=None, inbox=None) if x.broker == b else x for x in s.consumers)
+    return replace(_set_ctrl(s, b, Controller()), lock=None if s.lock == b else s.lock,
+                   failovers=s.failovers + 1, consumers=consumers)
+
+
+def request_split(m, s: State, a):
+    """``splitSegment``: accepted after ``checkLeader()`` on an active segment of the controller's layout."""
+    b, seg = a.param("broker"), a.param("segment")
+    c = s.ctrls[b]
+    return _start(m, replace(s, splits=s.splits + 1), b, op_on(c, SPLIT, (seg,)))
+
+
+def request_merge(m, s: State, a):
+    b, pair = a.param("broker"), a.param("segments")
+    c = s.ctrls[b]
+    return _start(m, replace(s, merges=s.merges + 1), b, op_on(c, MERGE, tuple(pair)))
+
+
+def op_on(c: Controller, kind: str, parents: tuple) -> Op:
+    """An operation on the controller's layout: child ids from its ``nextSegmentId``."""
+    n = c.layout.next_segment_id
+    return Op(kind, parents, (n, n + 1) if kind == SPLIT else (n,), c.version)
+
+
+def _start(m, s: State, b: int, op: Op) -> State:
+    c = s.ctrls[b]
+    s = _set_ctrl(s, b, replace(c, ops=c.ops + (op,)))
+    return replace(s, intent=(op.kind, op.parents)) if "op-intent" in m.fixes else s
+
+
+def discover(m, s: State, a):
+    """Step 1: "The controller queries the parent segment topic for its list of subscriptions"
+    (merge: "both parent segments ... and takes the union")."""
+    b, i = a.param("broker"), a.param("op")
+    op = s.ctrls[b].ops[i]
+    if "subs-in-metadata" in m.fixes:
+        subs = s.ctrls[b].subs
+    else:
+        subs = frozenset(sub for p in op.parents for sub in s.topics[p].cursors.keys())
+    return _set_op(s, b, i, replace(op, step=m.after[DISCOVER], subs=subs))
+
+
+def create(m, s: State, a):
+    """Step 2: ``createSegment(child, subs)``: the topic and a cursor at ``Earliest`` per subscription."""
+    b, i = a.param("broker"), a.param("op")
+    op = s.ctrls[b].ops[i]
+    child = op.children[op.progress]
+    t = s.topics.get(child, Topic())
+    cursors = t.cursors
+    for sub in sorted(op.subs):
+        if sub not in cursors:
+            cursors = cursors.set(sub, 0)
+    s = replace(s, topics=s.topics.set(child, replace(t, cursors=cursors)))
+    done = op.progress + 1 == len(op.children)
+    return _set_op(s, b, i, replace(op, step=m.after[CREATE] if done else CREATE, progress=0 if done else op.progress + 1))
+
+
+def terminate(m, s: State, a):
+    """Step 3: terminate the parent ("sequentially" for a merge): a marker seals its managed ledger."""
+    b, i = a.param("broker"), a.param("op")
+    op = s.ctrls[b].ops[i]
+    p = op.parents[op.progress]
+    s = replace(s, topics=s.topics.set(p, replace(s.topics[p], terminated=True)))
+    done = op.progress + 1 == len(op.parents)
+    return _set_op(s, b, i, replace(op, step=m.after[TERMINATE] if done else TERMINATE, progress=0 if done else op.progress + 1))
+
+
+def new_layout(m, s: State, op: Op, layout):
+    out = layout.split(op.parents[0]) if op.kind == SPLIT else layout.merge(*op.parents)
+    if m.config.variant == "mutant:stale-epoch":
+        out = attrs.evolve(out, epoch=layout.epoch)
+    return out
+
+
+def cas(m, s: State, a):
+    """Step 4: the CAS succeeds (the version is the one the layout was read at); the controller
+    reloads the metadata ("Layout Change Propagation" 1)."""
+    b, i = a.param("broker"), a.param("op")
+    c = s.ctrls[b]
+    op = c.ops[i]
+    s = replace(s, version=s.version + 1, layout=new_layout(m, s, op, c.layout), intent=())
+    s = _set_ctrl(s, b, loaded(s, c))
+    return _set_op(s, b, i, replace(op, step=m.after[CAS]))
+
+
+def cas_conflict(m, s: State, a):
+    """Step 4 fails with BadVersion: "the update fails and must be retried". The controller reloads;
+    if the parents are still active the operation starts over on the new layout, else it fails."""
+    b, i = a.param("broker"), a.param("op")
+    c = loaded(s, s.ctrls[b])
+    s = _set_ctrl(s, b, c)
+    op = c.ops[i]
+    try:
+        new_layout(m, s, op, c.layout)
+    except LayoutError:
+        if s.intent == (op.kind, op.parents):
+            s = replace(s, intent=())
+        return _set_op(s, b, i, None)
+    return _set_op(s, b, i, op_on(c, op.kind, op.parents))
+
+
+def notify(m, s: State, a):
+    """Step 5: ``notifySubscriptions()``: the coordinator recomputes the assignment against the new
+    layout, persists it and pushes it to the consumers whose assignment changed."""
+    b, i = a.param("broker"), a.param("op")
+    s = _set_op(s, b, i, None)
+    return rebalance(m, s, b)
+
+
+APPLY = {"elect": elect, "learn_deposed": learn_deposed, "lose_session": lose_session, "crash": crash,
+         "request_split": request_split, "request_merge": request_merge, DISCOVER: discover, CREATE: create,
+         TERMINATE: terminate, CAS: cas, "cas_conflict": cas_conflict, NOTIFY: notify}

@@ -1,0 +1,97 @@
+"""PIP-468 scalable topic controller as written: leader election and failover, split and
+merge as five steps each, subscription creation, the producer's DAG watch, stream consumers
+with persisted sessions and grace timers, delivery through the segment DAG."""
+from __future__ import annotations
+
+from pulsar_verify.model import ComposedModel, Param, variants_of
+from pulsar_verify.values import FrozenMap
+
+from . import clients, controller
+from .layout import SegmentLayout
+from .state import CAS, CREATE, DISCOVER, NOTIFY, TERMINATE, Consumer, Controller, State, Topic
+
+STEPS = (DISCOVER, CREATE, TERMINATE, CAS, NOTIFY)  # "Split Protocol" / "Merge Protocol": steps 1-5
+
+FIXES = {
+    "subs-in-metadata": "subscriptions live in the CASed topic metadata; split/merge discover them there, "
+                        "so a subscription created meanwhile fails the operation's CAS",
+    "op-intent": "the leader persists the operation before step 1, accepts one at a time, and a new "
+                 "leader resumes it: a terminated parent is always followed by its CAS",
+    "rebalance-on-load": "a new leader recomputes the assignment against the layout it loaded",
+}
+MUTANTS = {
+    "mutant:cas-before-terminate": "step 4 before step 3 (checks sealed-accepts-no-write, one-writable-segment)",
+    "mutant:cas-before-create": "step 4 before step 2 (checks cursors-before-routing, no-message-loss)",
+    "mutant:no-catch-up": "stream consumers read a segment before its ancestors drain (checks per-key-order)",
+    "mutant:stale-epoch": "the CAS keeps the old epoch (checks layout-valid, epoch-increases)",
+    "mutant:no-rebalance-on-join": "a joining consumer is given its share without rebalancing the others "
+                                   "(checks assignment-exclusive)",
+    "mutant:rebalance-on-reconnect": "a reconnect within the grace period rebalances "
+                                     "(checks reconnect-keeps-assignment)",
+}
+
+
+class Pip468(ComposedModel):
+    name = "pip-468"
+    title = "PIP-468 scalable topic controller: segment DAG, split/merge, leader failover, consumer assignment"
+    source = "shared/seeds/003_a87dccc0bce9ff9e.txt"
+    variants = variants_of("PIP-468 as the vote thread's text describes it", FIXES, MUTANTS)
+    modules = (controller, clients)
+    params = {
+        "segments": Param(1, "initial segments", 1, 3),
+        "brokers": Param(2, "brokers running a controller for the topic", 1, 3),
+        "splits": Param(1, "split requests accepted in all", 0, 2),
+        "merges": Param(0, "merge requests accepted in all", 0, 2),
+        "subs": Param(1, "subscriptions at creation (s0 is the stream consumers' when there are any)", 0, 2),
+        "new_subs": Param(0, "subscriptions created through the admin API", 0, 2),
+        "keys": Param(1, "message keys (hashes 0x0000 and 0xFFFF)", 1, 2),
+        "msgs": Param(2, "messages published in all", 0, 4),
+        "consumers": Param(0, "stream consumers of s0", 0, 2),
+        "disconnects": Param(0, "consumer disconnects in all", 0, 2),
+        "failovers": Param(0, "leader session losses or broker crashes in all", 0, 2),
+    }
+    presets = {
+        "default": {},
+        "new-sub": {"new_subs": 1, "msgs": 1},
+        "failover": {"failovers": 1, "msgs": 1},
+        "merge": {"segments": 2, "splits": 0, "merges": 1, "keys": 2},
+        "split-merge": {"segments": 2, "splits": 1, "merges": 1, "brokers": 1, "msgs": 0},
+        "consumers": {"consumers": 2, "disconnects": 1, "msgs": 1, "brokers": 1},
+        "consumer-failover": {"consumers": 1, "failovers": 1, "msgs": 1},
+    }
+
+    def __init__(self, config):
+        super().__init__(config)
+        v = config.variant
+        self.fixes = frozenset(FIXES) if v == "all-fixes" else frozenset({v} & set(FIXES))
+        order = list(STEPS)
+        if v in ("mutant:cas-before-terminate", "mutant:cas-before-create"):
+            order.remove(CAS)
+            order.insert(order.index(TERMINATE if v.endswith("terminate") else CREATE), CAS)
+        self.after = dict(zip(order, order[1:]))
+
+    def action_names(self):
+        cfg = self.config
+        needs = {"request_split": cfg.splits, "request_merge": cfg.merges, "crash": cfg.failovers,
+                 "lose_session": cfg.failovers, "learn_deposed": cfg.failovers,
+                 "create_subscription": cfg.new_subs, "connect": cfg.consumers, "disconnect": cfg.disconnects,
+                 "receive_assignment": cfg.consumers > 1, "grace_expire": cfg.disconnects or cfg.failovers,
+                 "cas_conflict": cfg.splits + cfg.merges > 1 or cfg.failovers or "subs-in-metadata" in self.fixes,
+                 "publish": cfg.msgs, "publish_rejected": cfg.msgs, "deliver": cfg.msgs,
+                 "dag_update": cfg.splits + cfg.merges}
+        return sorted(n for n in self.action_labels if needs.get(n, cfg.splits + cfg.merges))
+
+    def init_states(self):
+        c = self.config
+        layout = SegmentLayout.create(c.segments)
+        subs = frozenset(f"s{i}" for i in range(c.subs))
+        cursors = FrozenMap((sub, 0) for sub in subs)
+        return [State(
+            version=0, layout=layout, lock=None, intent=(), subs=subs, registrations=FrozenMap(),
+            topics=FrozenMap((seg.segment_id, Topic(cursors=cursors)) for seg in layout.segments),
+            ctrls=(Controller(),) * c.brokers, view=layout, blocked=False, consumers=(Consumer(),) * c.consumers,
+            splits=0, merges=0, failovers=0, disconnects=0, acked=(), delivered=FrozenMap())]
+
+    def is_terminal(self, state):
+        """No split or merge is in flight: what is left is budgets spent, not a stuck protocol."""
+        return not any(c.ops for c in state.ctrls)
