@@ -31,6 +31,6 @@ def rebalance(m, s: State, b: int) -> State:
     consumers = s.consumers
     for i, x in enumerate(s.consumers):
         name = consumer_name(i)
-        if name in c.connected and x.broker == b and new.get(name) != s.registrations.get(name):
+        if name in c.connected and x.broker == b and new.get(name) != c.assigned.get(name):
             consumers = put(consumers, i, replace(x, inbox=new[name]))
-    return replace(s, registrations=new, consumers=consumers)
+    return replace(s, registrations=new, consumers=consumers, ctrls=put(s.ctrls, b, replace(c, assigned=new)))

@@ -132,17 +132,18 @@ def connect(m, s: State, a):
         s = replace(s, ctrls=put(s.ctrls, b, c))
         if m.config.variant == "mutant:rebalance-on-reconnect":
             s = rebalance(m, s, b)
-        return replace(s, consumers=put(s.consumers, i, replace(x, broker=b, view=s.registrations.get(name, ()),
-                                                                   inbox=None)))
+        view = s.ctrls[b].assigned.get(name, ())
+        return replace(s, consumers=put(s.consumers, i, replace(x, broker=b, view=view, inbox=None)))
     c = replace(c, members=c.members | {name}, connected=c.connected | {name})
     s = replace(s, ctrls=put(s.ctrls, b, c), consumers=put(s.consumers, i, replace(x, broker=b, inbox=None)))
     if m.config.variant == "mutant:no-rebalance-on-join":
         mine = round_robin(c.layout, c.members)[name]
-        s = replace(s, registrations=s.registrations.set(name, mine))
+        c = replace(c, assigned=c.assigned.set(name, mine))
+        s = replace(s, registrations=s.registrations.set(name, mine), ctrls=put(s.ctrls, b, c))
     else:
         s = rebalance(m, s, b)
     x = s.consumers[i]
-    return replace(s, consumers=put(s.consumers, i, replace(x, view=s.registrations[name], inbox=None)))
+    return replace(s, consumers=put(s.consumers, i, replace(x, view=s.ctrls[b].assigned[name], inbox=None)))
 
 
 def disconnect(m, s: State, a):

@@ -18,7 +18,7 @@ from pulsar_verify.values import put, replace
 from .layout import LayoutError
 from .state import (CAS, CREATE, DISCOVER, MERGE, NOTIFY, SPLIT, STREAM_SUB, TERMINATE, Controller, Op, State,
                     Topic)
-from .assignment import rebalance
+from .assignment import consumer_name, rebalance
 
 
 def actions(m, s: State):
@@ -29,6 +29,8 @@ def actions(m, s: State):
             yield act("elect", broker=b)
         if c.leader and s.lock != b:
             yield act("learn_deposed", broker=b)
+        if c.leader and c.version != s.version and "leader-watches-layout" in fixed:
+            yield act("layout_changed", broker=b)
         if s.failovers < cfg.failovers:
             if s.lock == b:
                 yield act("lose_session", broker=b)
@@ -65,23 +67,34 @@ def loaded(s: State, c: Controller) -> Controller:
 
 def elect(m, s: State, a):
     """``initialize()``: load the metadata, win the election ("Failover" 3-4): restore every
-    consumer registration and treat each consumer as just disconnected, with a fresh grace timer."""
+    consumer registration and treat each consumer as just disconnected, with a fresh grace timer
+    -- except one whose connection to this broker is still open, as "the leader observes the
+    consumer's connection state directly" (a broker re-elected after losing its session)."""
     b = a.param("broker")
     members = frozenset(s.registrations.keys())
-    c = replace(loaded(s, s.ctrls[b]), leader=True, members=members, connected=frozenset(), timers=members)
+    live = frozenset(consumer_name(i) for i, x in enumerate(s.consumers) if x.broker == b) & members
+    c = replace(loaded(s, s.ctrls[b]), leader=True, members=members, assigned=s.registrations, connected=live,
+                timers=members - live)
     if "op-intent" in m.fixes and s.intent and not c.ops:
         c = replace(c, ops=(op_on(c, *s.intent),))  # the new leader resumes the persisted operation
     s = replace(_set_ctrl(s, b, c), lock=b)
-    if "rebalance-on-load" in m.fixes:
+    if "leader-watches-layout" in m.fixes:
         s = rebalance(m, s, b)
     return s
+
+
+def layout_changed(m, s: State, a):
+    """Variant leader-watches-layout: the leader's watch on the topic's metadata fires; it reloads
+    and recomputes the assignment ("Layout Change Propagation" 1-3)."""
+    b = a.param("broker")
+    return rebalance(m, _set_ctrl(s, b, loaded(s, s.ctrls[b])), b)
 
 
 def learn_deposed(m, s: State, a):
     """The ``NoLeader`` notification reaches the broker: ``checkLeader()`` now rejects new mutations.
     Operations already running are not stopped by it (the guard is at their entry)."""
     b = a.param("broker")
-    return _set_ctrl(s, b, replace(s.ctrls[b], leader=False, connected=frozenset(), timers=frozenset()))
+    return _set_ctrl(s, b, replace(s.ctrls[b], leader=False, timers=frozenset()))
 
 
 def lose_session(m, s: State, a):
@@ -184,6 +197,8 @@ def cas_conflict(m, s: State, a):
     b, i = a.param("broker"), a.param("op")
     c = loaded(s, s.ctrls[b])
     s = _set_ctrl(s, b, c)
+    if "leader-watches-layout" in m.fixes and c.leader:
+        s = rebalance(m, s, b)  # the reload is a layout change the leader reacts to
     op = c.ops[i]
     try:
         new_layout(m, s, op, c.layout)
@@ -202,6 +217,6 @@ def notify(m, s: State, a):
     return rebalance(m, s, b)
 
 
-APPLY = {"elect": elect, "learn_deposed": learn_deposed, "lose_session": lose_session, "crash": crash,
+APPLY = {"elect": elect, "learn_deposed": learn_deposed, "layout_changed": layout_changed, "lose_session": lose_session, "crash": crash,
          "request_split": request_split, "request_merge": request_merge, DISCOVER: discover, CREATE: create,
          TERMINATE: terminate, CAS: cas, "cas_conflict": cas_conflict, NOTIFY: notify}

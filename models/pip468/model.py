@@ -17,7 +17,8 @@ FIXES = {
                         "so a subscription created meanwhile fails the operation's CAS",
     "op-intent": "the leader persists the operation before step 1, accepts one at a time, and a new "
                  "leader resumes it: a terminated parent is always followed by its CAS",
-    "rebalance-on-load": "a new leader recomputes the assignment against the layout it loaded",
+    "leader-watches-layout": "the leader rebalances against the layout it loads when elected, and watches the "
+                             "metadata so a change it did not make (a deposed leader's CAS) is reloaded too",
 }
 MUTANTS = {
     "mutant:cas-before-terminate": "step 4 before step 3 (checks sealed-accepts-no-write, one-writable-segment)",
@@ -77,6 +78,7 @@ class Pip468(ComposedModel):
                  "create_subscription": cfg.new_subs, "connect": cfg.consumers, "disconnect": cfg.disconnects,
                  "receive_assignment": cfg.consumers > 1, "grace_expire": cfg.disconnects or cfg.failovers,
                  "cas_conflict": cfg.splits + cfg.merges > 1 or cfg.failovers or "subs-in-metadata" in self.fixes,
+                 "layout_changed": "leader-watches-layout" in self.fixes and cfg.failovers,
                  "publish": cfg.msgs, "publish_rejected": cfg.msgs, "deliver": cfg.msgs,
                  "dag_update": cfg.splits + cfg.merges}
         return sorted(n for n in self.action_labels if needs.get(n, cfg.splits + cfg.merges))

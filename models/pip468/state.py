@@ -50,6 +50,7 @@ class Controller:
     subs: frozenset = frozenset()  # subscriptions as loaded with the layout (variant subs-in-metadata)
     ops: tuple = ()
     members: frozenset = frozenset()  # consumers in the coordinator
+    assigned: FrozenMap = EMPTY_MAP  # the coordinator's assignment: consumer -> segment ids
     connected: frozenset = frozenset()  # keep-alive: consumers connected to this broker
     timers: frozenset = frozenset()  # consumers whose grace-period timer runs
 
