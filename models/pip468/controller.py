@@ -45,10 +45,8 @@ def actions(m, s: State):
                 for pair in c.layout.adjacent_pairs():
                     yield act("request_merge", broker=b, segments=pair)
         for i, op in enumerate(c.ops):
-            if op.step == CAS and s.version != op.base:
-                yield act("cas_conflict", broker=b, op=i)
-            else:
-                yield act(op.step, broker=b, op=i)
+            step = "cas_conflict" if op.step == CAS and s.version != op.base else op.step
+            yield act(step, broker=b, op=i, of=op.label)
 
 
 def _set_ctrl(s: State, b: int, c: Controller) -> State:

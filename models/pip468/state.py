@@ -38,6 +38,11 @@ class Op:
     subs: frozenset = frozenset()  # subscriptions discovered in step 1
     progress: int = 0  # children created (step 2) / parents terminated (step 3) so far
 
+    @property
+    def label(self) -> str:
+        """How traces name the operation, e.g. ``merge(0, 1)``."""
+        return f"{self.kind}({', '.join(map(str, self.parents))})"
+
 
 @attrs.frozen
 class Controller:
