@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from models.pip468 import Pip468
-from models.pip468.assignment import round_robin
+from models.pip468.assignment import consumer_name, round_robin
 from models.pip468.layout import layout_problems
 from models.pip468.state import KEY_HASHES
 
@@ -88,12 +88,21 @@ def reconnect_keeps_assignment(m, s, a, t):
     return t.registrations == s.registrations
 
 
+def sessions_durable(m, s):
+    return s.sessions <= set(s.registrations.keys())
+
+
 def stranded(m, s):
     return any(s.topics[seg.segment_id].terminated for seg in s.layout.active_segments)
 
 
 def assignment_stale(m, s):
-    return bool(s.registrations) and s.registrations != round_robin(s.layout, s.registrations.keys())
+    """The persisted assignment is not the round-robin of the current layout, or a consumer connected to
+    the leader acts on (or has been sent) another assignment than its persisted one."""
+    if s.registrations != round_robin(s.layout, s.registrations.keys()):
+        return True
+    return any((x.view if x.inbox is None else x.inbox) != s.registrations.get(consumer_name(i), ())
+               for i, x in enumerate(s.consumers) if x.broker is not None and x.broker == s.lock)
 
 
 # Weak fairness: the controller's steps, elections, watch delivery, consumers reconnecting and reading;
@@ -132,6 +141,10 @@ Pip468.invariant("assignment-exclusive", "No segment is in two consumers' persis
 Pip468.action_property("reconnect-keeps-assignment", "A consumer reconnecting within its grace period changes "
                        "no assignment", "Consumer Session Lifecycle: 'resumes with the same persisted assignment "
                        "— no rebalance, no other consumer disturbed'")(reconnect_keeps_assignment)
+Pip468.invariant("sessions-durable", "A consumer's registration stays persisted from its registration until "
+                 "the leader evicts it after its grace period",
+                 "Consumer Session Lifecycle: 'this entry is durable and outlives TCP disconnects, client restarts, "
+                 "and controller leader failovers'")(sessions_durable)
 Pip468.leads_to("writable-coverage", "Every hash again has a writable segment after any split, merge or failover",
                 "Leader Election and Failover; Split Protocol step 3-4",
                 trigger=stranded, goal=lambda m, s: not stranded(m, s), fair=SYSTEM)
@@ -139,6 +152,6 @@ Pip468.leads_to("acked-delivered", "Every acknowledged message is eventually del
                 "that existed when it was acknowledged", "Split Protocol: 'no messages are lost'",
                 trigger=lambda m, s: bool(undelivered(s)), goal=lambda m, s: not undelivered(s), fair=SYSTEM)
 Pip468.leads_to("assignment-complete", "The persisted assignment converges to the round-robin of the current "
-                "active segments over the registered consumers",
+                "active segments over the registered consumers, and each consumer connected to the leader acts on it",
                 "Rebalancing; Layout Change Propagation; Consumer Session Lifecycle (failover)",
                 trigger=assignment_stale, goal=lambda m, s: not assignment_stale(m, s), fair=SYSTEM)

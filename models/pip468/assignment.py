@@ -27,6 +27,8 @@ def rebalance(m, s: State, b: int) -> State:
     (the ``ConsumerRegistration`` entries) and "for each consumer whose assignment changed, push[es]
     the new ``ConsumerAssignment``" to it, if it is connected to this broker."""
     c = s.ctrls[b]
+    if "fenced-registrations" in m.fixes and s.lock != b:
+        return s  # the conditional write fails: a deposed coordinator changes nothing
     new = round_robin(c.layout, c.members)
     consumers = s.consumers
     for i, x in enumerate(s.consumers):

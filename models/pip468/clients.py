@@ -135,7 +135,8 @@ def connect(m, s: State, a):
         view = s.ctrls[b].assigned.get(name, ())
         return replace(s, consumers=put(s.consumers, i, replace(x, broker=b, view=view, inbox=None)))
     c = replace(c, members=c.members | {name}, connected=c.connected | {name})
-    s = replace(s, ctrls=put(s.ctrls, b, c), consumers=put(s.consumers, i, replace(x, broker=b, inbox=None)))
+    s = replace(s, ctrls=put(s.ctrls, b, c), consumers=put(s.consumers, i, replace(x, broker=b, inbox=None)),
+                sessions=s.sessions | {name})
     if m.config.variant == "mutant:no-rebalance-on-join":
         mine = round_robin(c.layout, c.members)[name]
         c = replace(c, assigned=c.assigned.set(name, mine))
@@ -168,9 +169,12 @@ def grace_expire(m, s: State, a):
     store and triggers a rebalance for the remaining consumers." """
     b, name = a.param("broker"), a.param("consumer")
     c = s.ctrls[b]
-    s = replace(s, ctrls=put(s.ctrls, b, replace(c, members=c.members - {name}, timers=c.timers - {name})),
-                registrations=s.registrations.remove(name))
-    return rebalance(m, s, b)
+    s = replace(s, ctrls=put(s.ctrls, b, replace(c, members=c.members - {name}, timers=c.timers - {name})))
+    if s.lock == b:
+        s = replace(s, sessions=s.sessions - {name})  # an eviction by the leader ends the session
+    if "fenced-registrations" in m.fixes and s.lock != b:
+        return s
+    return rebalance(m, replace(s, registrations=s.registrations.remove(name)), b)
 
 
 def deliver(m, s: State, a):

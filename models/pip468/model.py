@@ -17,6 +17,8 @@ FIXES = {
                         "so a subscription created meanwhile fails the operation's CAS",
     "op-intent": "the leader persists the operation before step 1, accepts one at a time, and a new "
                  "leader resumes it: a terminated parent is always followed by its CAS",
+    "fenced-registrations": "the coordinator's registration writes are conditional on the leader lock, so a "
+                            "deposed leader can no longer overwrite or delete the new leader's sessions",
     "leader-watches-layout": "the leader rebalances against the layout it loads when elected, and watches the "
                              "metadata so a change it did not make (a deposed leader's CAS) is reloaded too",
 }
@@ -92,7 +94,7 @@ class Pip468(ComposedModel):
             version=0, layout=layout, lock=None, intent=(), subs=subs, registrations=FrozenMap(),
             topics=FrozenMap((seg.segment_id, Topic(cursors=cursors)) for seg in layout.segments),
             ctrls=(Controller(),) * c.brokers, view=layout, blocked=False, consumers=(Consumer(),) * c.consumers,
-            splits=0, merges=0, failovers=0, disconnects=0, acked=(), delivered=FrozenMap())]
+            splits=0, merges=0, failovers=0, disconnects=0, sessions=frozenset(), acked=(), delivered=FrozenMap())]
 
     def is_terminal(self, state):
         """No split or merge is in flight: what is left is budgets spent, not a stuck protocol."""

@@ -91,5 +91,6 @@ class State:
     failovers: int
     disconnects: int
     # ghosts
+    sessions: frozenset  # consumers registered and not evicted by the leader's grace timer
     acked: tuple  # (msg, key, segment, position, subscriptions that existed at the ack)
     delivered: FrozenMap  # subscription -> delivered msgs, in order
