@@ -35,7 +35,8 @@ def sealed_accepts_no_write(m, s, a, t):
     if a.name != "publish":
         return True
     seg = _target(s, a)
-    return s.layout.segment(seg).active and not s.topics.get(seg).terminated
+    topic = s.topics.get(seg)
+    return s.layout.segment(seg).active and not (topic is not None and topic.terminated)
 
 
 def one_writable_segment(m, s):
@@ -93,7 +94,7 @@ def sessions_durable(m, s):
 
 
 def stranded(m, s):
-    return any(s.topics[seg.segment_id].terminated for seg in s.layout.active_segments)
+    return any(seg.segment_id in s.topics and s.topics[seg.segment_id].terminated for seg in s.layout.active_segments)
 
 
 def assignment_stale(m, s):

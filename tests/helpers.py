@@ -1,10 +1,14 @@
-"""Shared test helpers: run the CLI in a fresh interpreter, as a user would."""
+"""Shared test helpers: run the CLI in a fresh interpreter, as a user would; cached explorations."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
+
+from pulsar_verify import registry
+from pulsar_verify.explorer import explore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -14,3 +18,25 @@ def cli(*args: str, env: dict | None = None, cwd: Path | None = None) -> subproc
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "pulsar_verify", *args], capture_output=True, text=True,
                           env=full_env, cwd=cwd or ROOT, timeout=600)
+
+
+@lru_cache(maxsize=None)
+def explored(model: str, variant: str, preset: str):
+    """The exploration result of one model variant at a named bound set, computed once per test session."""
+    result, _ = explore(registry.build(model, variant, preset=preset))
+    return result
+
+
+def violated(model: str, variant: str, preset: str) -> dict:
+    return {v.prop.id: v for v in explored(model, variant, preset).violations}
+
+
+def violated_alone(model: str, variant: str, preset: str, prop: str) -> bool:
+    """Whether ``prop``, checked on its own, is violated: other properties' violating states are then
+    expanded too, so one property's counterexample cannot mask another's."""
+    m = registry.build(model, variant, preset=preset)
+    m.invariants = [p for p in m.invariants if p.id == prop]
+    m.action_properties = [p for p in m.action_properties if p.id == prop]
+    m.liveness = [p for p in m.liveness if p.id == prop]
+    result, _ = explore(m)
+    return any(v.prop.id == prop for v in result.violations)

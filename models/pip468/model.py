@@ -60,6 +60,7 @@ class Pip468(ComposedModel):
         "merge": {"segments": 2, "splits": 0, "merges": 1, "keys": 2},
         "split-merge": {"segments": 2, "splits": 1, "merges": 1, "brokers": 1, "msgs": 0},
         "consumers": {"consumers": 2, "disconnects": 1, "msgs": 1, "brokers": 1},
+        "stream-order": {"consumers": 1, "msgs": 2, "brokers": 1},
         "consumer-failover": {"consumers": 1, "failovers": 1, "msgs": 1},
     }
 
