@@ -62,7 +62,9 @@ class Pip468(ComposedModel):
         "consumers": {"consumers": 2, "disconnects": 1, "msgs": 1, "brokers": 1},
         "stream-order": {"consumers": 1, "msgs": 2, "brokers": 1},
         "consumer-failover": {"consumers": 1, "failovers": 1, "msgs": 1},
+        "two-consumers-failover": {"consumers": 2, "failovers": 1, "msgs": 1},
     }
+    large_presets = ("two-consumers-failover",)
 
     def __init__(self, config):
         super().__init__(config)
