@@ -15,10 +15,9 @@ import attrs
 from pulsar_verify.model import act
 from pulsar_verify.values import put, replace
 
-from .layout import LayoutError
-from .state import (CAS, CREATE, DISCOVER, MERGE, NOTIFY, SPLIT, STREAM_SUB, TERMINATE, Controller, Op, State,
-                    Topic)
 from .assignment import consumer_name, rebalance
+from .layout import LayoutError
+from .state import CAS, CREATE, DISCOVER, MERGE, NOTIFY, SPLIT, TERMINATE, Controller, Op, State, Topic
 
 
 def actions(m, s: State):
