@@ -1,18 +1,16 @@
 """PIP-373: the findings stay found, their fixes hold, every property can fail."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
 from models.pip373 import Pip373
 from pulsar_verify import registry
-from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue
 from pulsar_verify.hypo import machine_for
 from pulsar_verify.replay import replay
-from tests.helpers import cli
+from tests import helpers
+from tests.helpers import cli, explored
 
 FINDINGS = catalogue("pip-373")
 IN_PROCESS = [p for p in Pip373.presets if p not in Pip373.large_presets]
@@ -26,14 +24,12 @@ BROKEN = {
 }
 
 
-@lru_cache(maxsize=None)
 def run(variant: str, preset: str):
-    result, _ = explore(registry.build("pip-373", variant, preset=preset))
-    return result
+    return explored("pip-373", variant, preset)
 
 
 def violated(variant, preset) -> dict:
-    return {v.prop.id: v for v in run(variant, preset).violations}
+    return helpers.violated("pip-373", variant, preset)
 
 
 def test_every_as_written_violation_has_a_finding():

@@ -2,17 +2,16 @@
 fail, and PIP-473 completes the same scenario."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
 from models.v4txn import V4Txn
 from pulsar_verify import registry
-from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue
 from pulsar_verify.hypo import machine_for
 from pulsar_verify.replay import replay
+from tests import helpers
+from tests.helpers import explored
 
 FINDINGS = catalogue("v4-txn")
 IN_PROCESS = [p for p in V4Txn.presets if p not in V4Txn.large_presets]
@@ -25,14 +24,11 @@ BROKEN = {
 }
 
 
-@lru_cache(maxsize=None)
-def run(model: str, variant: str, preset: str):
-    result, _ = explore(registry.build(model, variant, preset=preset))
-    return result
+run = explored
 
 
 def violated(variant, preset, model="v4-txn") -> dict:
-    return {v.prop.id: v for v in run(model, variant, preset).violations}
+    return helpers.violated(model, variant, preset)
 
 
 def test_every_as_written_violation_has_a_finding():
