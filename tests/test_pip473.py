@@ -1,8 +1,6 @@
 """PIP-473: the findings stay found, their fixes hold, every property can fail."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
@@ -14,6 +12,8 @@ from pulsar_verify.findings import catalogue
 from pulsar_verify.hypo import PropertyFailed, machine_for
 from pulsar_verify.model import act
 from pulsar_verify.replay import replay
+from tests import helpers
+from tests.helpers import explored
 
 FINDINGS = catalogue("pip-473")
 IN_PROCESS = [p for p in Pip473.presets if p not in Pip473.large_presets]
@@ -34,14 +34,12 @@ BROKEN = {
 }
 
 
-@lru_cache(maxsize=None)
 def run(variant: str, preset: str):
-    result, _ = explore(registry.build("pip-473", variant, preset=preset))
-    return result
+    return explored("pip-473", variant, preset)
 
 
 def violated(variant, preset) -> dict:
-    return {v.prop.id: v for v in run(variant, preset).violations}
+    return helpers.violated("pip-473", variant, preset)
 
 
 def test_catalogue_is_complete():
