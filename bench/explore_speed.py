@@ -57,7 +57,7 @@ def cases() -> list[str]:
     for cls in registry.all_models():
         if cls.name == "toy-lock":
             continue
-        names += [f"{cls.name}/{p}" for p in cls.presets if p not in cls.large_presets]
+        names += [f"{cls.name}/{p}" for p in cls.in_process_presets()]
     return names
 
 

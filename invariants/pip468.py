@@ -6,6 +6,7 @@ from functools import lru_cache
 
 from models.pip468 import Pip468
 from models.pip468.assignment import consumer_name, round_robin
+from models.pip468.clients import stream_sub
 from models.pip468.layout import layout_problems
 from models.pip468.state import KEY_HASHES
 
@@ -70,17 +71,18 @@ def no_message_loss(m, s):
 
 
 def per_key_order(m, s, a, t):
-    if a.name != "deliver" or a.param("sub") != "s0" or not m.config.consumers:
+    sub = stream_sub(m)
+    if a.name != "deliver" or sub is None or a.param("sub") != sub:
         return True
     topic = s.topics[a.param("segment")]
-    msg, key = topic.entries[topic.cursors["s0"]]
+    msg, key = topic.entries[topic.cursors[sub]]
     keys = {mm: k for mm, k, _, _, _ in s.acked}
-    return not any(keys[d] == key and d > msg for d in s.delivered.get("s0", ()))
+    return not any(keys[d] == key and d > msg for d in s.delivered.get(sub, ()))
 
 
 def assignment_exclusive(m, s):
     seen = [seg for segs in s.registrations.values() for seg in segs]
-    return len(seen) == len(set(seg for seg in seen))
+    return len(seen) == len(set(seen))
 
 
 def reconnect_keeps_assignment(m, s, a, t):

@@ -199,9 +199,7 @@ def cmd_review(args) -> int:
     rows = []
     for cls in classes:
         for variant in cls.variant_names():
-            for preset in cls.presets:
-                if preset in cls.large_presets:
-                    continue
+            for preset in cls.in_process_presets():
                 model = cls(cls.make_config(variant, preset=preset))
                 # Spark runs the default bounds: its per-level overhead buys nothing on small runs.
                 for engine in engines if preset == "default" else ["local"]:

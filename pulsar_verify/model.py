@@ -162,6 +162,11 @@ class Model:
 
     # -- configuration -------------------------------------------------------
     @classmethod
+    def in_process_presets(cls) -> list[str]:
+        """The named bound sets small enough for the in-process explorer."""
+        return [p for p in cls.presets if p not in cls.large_presets]
+
+    @classmethod
     def variant_names(cls) -> list[str]:
         return [v.name for v in cls.variants]
 

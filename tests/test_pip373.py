@@ -13,7 +13,7 @@ from tests import helpers
 from tests.helpers import cli, explored
 
 FINDINGS = catalogue("pip-373")
-IN_PROCESS = [p for p in Pip373.presets if p not in Pip373.large_presets]
+IN_PROCESS = Pip373.in_process_presets()
 BROKEN = {
     "read-committed": ("as-written", "default"),
     "txn-topic-never-skips": ("as-written", "default"),

@@ -16,7 +16,7 @@ from tests.helpers import explored, violated, violated_alone
 
 MODEL = "pip-468"
 FINDINGS = catalogue(MODEL)
-IN_PROCESS = [p for p in Pip468.presets if p not in Pip468.large_presets]
+IN_PROCESS = Pip468.in_process_presets()
 BROKEN = {
     "layout-valid": ("mutant:stale-epoch", "default"),
     "epoch-increases": ("mutant:stale-epoch", "default"),

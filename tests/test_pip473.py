@@ -16,7 +16,7 @@ from tests import helpers
 from tests.helpers import explored
 
 FINDINGS = catalogue("pip-473")
-IN_PROCESS = [p for p in Pip473.presets if p not in Pip473.large_presets]
+IN_PROCESS = Pip473.in_process_presets()
 
 # A deliberately broken variant, and bounds, under which each property must fail.
 BROKEN = {

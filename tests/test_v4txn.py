@@ -14,7 +14,7 @@ from tests import helpers
 from tests.helpers import explored
 
 FINDINGS = catalogue("v4-txn")
-IN_PROCESS = [p for p in V4Txn.presets if p not in V4Txn.large_presets]
+IN_PROCESS = V4Txn.in_process_presets()
 BROKEN = {
     "read-committed": ("mutant:deliver-aborted", "default"),
     "committed-never-filtered": ("mutant:commit-marks-aborted", "default"),
