@@ -31,6 +31,7 @@ class Finding:
     bounds: str
     length: int
     fix: str
+    alone: bool = False  # shown with the property checked on its own (another one's violation comes first)
 
     @property
     def trace(self) -> Path:
@@ -48,9 +49,20 @@ def catalogue(model: str) -> list[Finding]:
     return [Finding(model=model, **entry) for entry in json.loads(path.read_text())]
 
 
+def only(model, prop: str):
+    """The model with every other property dropped: their violating states are then expanded too,
+    so one property's counterexample cannot mask another's."""
+    model.invariants = [p for p in model.invariants if p.id == prop]
+    model.action_properties = [p for p in model.action_properties if p.id == prop]
+    model.liveness = [p for p in model.liveness if p.id == prop]
+    return model
+
+
 def shortest(finding: Finding, variant: str = "as-written"):
     """The shortest violation of the finding's property at its bounds, or None."""
     model = registry.build(finding.model, variant, preset=finding.bounds)
+    if finding.alone:
+        model = only(model, finding.property)
     result, _ = explore(model)
     return model, next((v for v in result.violations if v.prop.id == finding.property), None)
 

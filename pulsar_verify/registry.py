@@ -14,6 +14,7 @@ MODELS: dict[str, str] = {
     "v4-txn": "invariants.v4txn:V4Txn",
     "pip-373": "invariants.pip373:Pip373",
     "pip-468": "invariants.pip468:Pip468",
+    "pip-477": "invariants.pip477:Pip477",
     "toy-lock": "tests.toy_lock:LockModel",
 }
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pulsar_verify import registry
 from pulsar_verify.explorer import explore
+from pulsar_verify.findings import only
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,9 +35,5 @@ def violated(model: str, variant: str, preset: str) -> dict:
 def violated_alone(model: str, variant: str, preset: str, prop: str) -> bool:
     """Whether ``prop``, checked on its own, is violated: other properties' violating states are then
     expanded too, so one property's counterexample cannot mask another's."""
-    m = registry.build(model, variant, preset=preset)
-    m.invariants = [p for p in m.invariants if p.id == prop]
-    m.action_properties = [p for p in m.action_properties if p.id == prop]
-    m.liveness = [p for p in m.liveness if p.id == prop]
-    result, _ = explore(m)
+    result, _ = explore(only(registry.build(model, variant, preset=preset), prop))
     return any(v.prop.id == prop for v in result.violations)

@@ -1,0 +1,174 @@
+"""Properties of PIP-477: every row I1-I16 of "Critical Invariants", named by its number, with
+its consequence column as what a user loses; then what "Data Plane Continuity" and the rollout
+plan promise users."""
+from __future__ import annotations
+
+from models.pip477 import Pip477
+from models.pip477.proto import survives_old_broker
+from models.pip477.routing import create_cluster, creatable, resolve
+from models.pip477.state import ACTIVE, ATTR_KEY, LEGACY_DATA, NEW, OLD
+from models.pip477.switch import open_handles
+from models.pip477.traffic import writable
+
+__all__ = ["Pip477"]
+
+TABLE = "Critical Invariants"
+SCHEMA_WORK = ("build", "promote_schema_read", "promote_schema_cas", "promote_schema_conflict", "start_cleanup",
+               "cleanup_delete", "cleanup_status_old", "cleanup_status_new", "cleanup_status", "rollback_schema")
+
+
+def records(s):
+    """Every ledger record in Broker-ZK: (kind, ledger id, attribution)."""
+    out = [("data", lid, attr) for lid, attr in s.ml]
+    out.append(("cursor", s.cursor.ledger, s.cursor.attr))
+    out += [("schema", e.ledger, e.attr) for e in s.schema]
+    return out
+
+
+def i1(m, s):
+    return all(attr is not None for kind, lid, attr in records(s) if not (kind == "data" and lid == LEGACY_DATA))
+
+
+def i2(m, s):
+    return not s.failures
+
+
+def i3(m, s):
+    return s.zk_writes == 0 and len(s.schema) == s.schemas_acked
+
+
+def i4(m, s, a, t):
+    return a.name != "read_entry" or a.param("cluster") == s.own.read[1]
+
+
+def i5(m, s, a, t):
+    return a.name != "close_client" or a.param("cluster") not in open_handles(s)
+
+
+def i6(m, s):
+    d = s.directive
+    expected = d[0] if d is not None else next((c for c, st in s.registry.items() if st == ACTIVE), None)
+    return all(x.active == expected for x in s.brokers if x.up and (d is None or x.epoch == d[2]))
+
+
+def i7(m, s):
+    drop = m.config.variant == "mutant:old-reader-drops-unknown"
+    return all(survives_old_broker(e.ledger, e.entry, ((ATTR_KEY, e.attr),) if e.attr else (), drop)
+               for e in s.schema)
+
+
+def i8(m, s):
+    p = s.progress
+    if p is None:
+        return True
+    for kind, lid, attr in records(s):
+        if attr == NEW and lid in p.built:
+            copy, source = s.bk[NEW].get(lid), s.bk[OLD].get(lid, ())
+            if copy is None or copy[:len(source)] != source:
+                return False
+    return True
+
+
+def i9(m, s, a, t):
+    if a.name not in ("promote_cursor_handle", "promote_cursor_send"):
+        return True
+    return t.cursor.business() == s.cursor.business()
+
+
+def i10(m, s, a, t):
+    if a.name not in ("promote_schema_cas", "rollback_schema"):
+        return True
+    return [e.business() for e in t.schema[:len(s.schema)]] == [e.business() for e in s.schema]
+
+
+def i11(m, s):
+    return not (s.allocated[OLD] & s.allocated[NEW])
+
+
+def i12(m, s):
+    return sum(1 for _, st in s.registry.items() if st == ACTIVE) == 1
+
+
+def i13(m, s):
+    return s.own is None or s.own.info == s.cursor
+
+
+def i14(m, s, a, t):
+    if a.name not in SCHEMA_WORK:
+        return True
+    return a.param("broker") == s.directive[1]
+
+
+def i15(m, s, a, t):
+    if a.name not in ("load_topic", "trim_ledger"):
+        return True
+    record = s.ml[-1] if a.name == "load_topic" else s.ml[0]
+    return a.param("cluster") == resolve(m, s, record[1], a.param("broker"))
+
+
+def i16(m, s):
+    return all(k != ATTR_KEY or v in (OLD, NEW) for k, v in s.cursor.props.items())
+
+
+def position_kept(m, s):
+    return s.own is None or s.own.md >= s.acked_md
+
+
+def no_publish_pause(m, s):
+    o = s.own
+    return o is None or writable(s, o.write) or creatable(m, s, s.owner) or create_cluster(m, s, s.owner) not in s.alive
+
+
+def rollback_keeps_business(m, s, a, t):
+    if s.progress is None or s.progress.phase != "rollback" or a.name not in ("rollback_schema", "rollback_delete",
+                                                                             "promote_cursor_handle", "rollback_done"):
+        return True
+    return (t.cursor.business() == s.cursor.business()
+            and [e.business() for e in t.schema] == [e.business() for e in s.schema] and t.ml == s.ml)
+
+
+P = Pip477
+P.invariant("I1", "Every ledger record written since the plugin was enabled carries its cluster stamp "
+            "(misattribution: reads routed to the wrong cluster)",
+            f"{TABLE} I1; Write-Path Stamping: 'written in the same Broker-ZK CAS as the business field'")(i1)
+P.invariant("I2", "Every read of a ledger (topic data, cursor recovery, schema) succeeds while a live cluster holds "
+            "it: old ledgers stay readable at every phase (production incident)",
+            f"{TABLE} I2; Data Plane Continuity: 'reads of historical data continue against the old cluster'")(i2)
+P.invariant("I3", "No Broker-ZK update is lost: every putSchema acknowledged is in the locator and no write "
+            "skipped its version check (lost update)", f"{TABLE} I3; Schema PROMOTE; Concurrent putSchema and PROMOTE")(i3)
+P.action_property("I4", "Every entry of one read comes through the cluster chosen when its handle was opened "
+                  "(NoSuchLedger / partial read)", f"{TABLE} I4; Read-Path Routing")(i4)
+P.action_property("I5", "The old BK client is closed only when no handle is bound to it (cascading read failures)",
+                  f"{TABLE} I5; Phase 6.3")(i5)
+P.invariant("I6", "A broker that has applied the current switch state (or restarted since) has the active cluster "
+            "Broker-ZK records: the directive's target, or the ACTIVE cluster before any switch (startup anomaly)",
+            f"{TABLE} I6; Wiring on Broker Start 2")(i6)
+P.invariant("I7", "Every schema PositionInfo, encoded with the new field and rewritten by an old broker, decodes "
+            "unchanged (compatibility break)", f"{TABLE} I7; S3; Backward & Forward Compatibility")(i7)
+P.invariant("I8", "A ledger routed to the new cluster after BUILD is there under the same id with every entry the "
+            "old copy has, at the same entry ids (routing chaos / consumer divergence)", f"{TABLE} I8; Phase 4")(i8)
+P.action_property("I9", "Cursor PROMOTE (and its rollback) changes only the attribution entry of cursorProperties "
+                  "(consumption position lost or rewound)", f"{TABLE} I9; Cursor PROMOTE")(i9)
+P.action_property("I10", "Schema PROMOTE (and its rollback) changes only PositionInfo.properties[ATTR_KEY] "
+                  "(rollback impossible / historical reads broken)", f"{TABLE} I10; Schema PROMOTE")(i10)
+P.invariant("I11", "No ledger id is handed out by both clusters' idgen (new ledger creation collides with a "
+            "migrated ledgerId)", f"{TABLE} I11; Phase 2")(i11)
+P.invariant("I12", "Broker-ZK has exactly one cluster with status=ACTIVE (split-brain on activeClusterName)",
+            f"{TABLE} I12; Phase 6.2; Key Principles")(i12)
+P.invariant("I13", "The topic owner's in-memory ManagedCursorInfo equals the cursor znode (owner desynchronized "
+            "from ZK)", f"{TABLE} I13; Cursor PROMOTE (forwarded to topic owner)")(i13)
+P.action_property("I14", "Schema BUILD/PROMOTE/CLEANUP run only on the directive's origin broker (cross-broker "
+                  "scheduling)", f"{TABLE} I14; Phase 3 step 4; Schema Ledger BUILD (centralized)")(i14)
+P.action_property("I15", "The delete path and the first open of the last ledger on topic load route by the ledger's "
+                  "attribution, not the constructor-captured client (NoSuchLedger: orphan bytes / topic load "
+                  "failure)", f"{TABLE} I15; S2")(i15)
+P.invariant("I16", "A key under the reserved _pulsar. prefix holds only what Pulsar core wrote (property collision)",
+            f"{TABLE} I16; Reserved Property Key")(i16)
+P.invariant("position-not-rewound", "A consumer's acknowledged position survives topic moves and restarts: the "
+            "recovered markDelete position is never behind the last one confirmed",
+            "Data Plane Continuity: 'markDelete ... Continues'; I9 consequence")(position_kept)
+P.invariant("no-publish-pause", "The topic owner can always write unless the cluster it writes to is down: its "
+            "ledger is writable or it can create one", "Safety Guarantees: 'No publish/consume pause'")(no_publish_pause)
+P.action_property("rollback-keeps-business-znodes", "ROLLBACK leaves the business fields of the ledger list, cursor "
+                  "and schema znodes byte-for-byte unchanged",
+                  "Rollout P6: 'Broker-ZK business znodes byte-for-byte unchanged'; Phase 7")(rollback_keeps_business)

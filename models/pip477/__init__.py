@@ -1,0 +1,3 @@
+from .model import Pip477
+
+__all__ = ["Pip477"]

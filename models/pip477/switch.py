@@ -1,0 +1,134 @@
+"""The operator and the brokers' plugin: registration, the switch trigger with its inline
+precheck, directive watches, broker restarts, closing the old client, and the old cluster
+going down (PIP-477 "Switch Phases", "Wiring on Broker Start", Phases 1-3 and 6.3,
+Rollout "Scenario A")."""
+from __future__ import annotations
+
+from pulsar_verify.model import act
+from pulsar_verify.values import put, replace
+
+from .routing import resolve
+from .state import ACTIVE, NEW, OLD, STANDBY, Broker, Progress, State
+
+
+def spend(s: State, what: str) -> State:
+    return replace(s, budget=s.budget.set(what, s.budget[what] - 1))
+
+
+def left(s: State, what: str) -> bool:
+    return s.budget.get(what, 0) > 0
+
+
+def open_handles(s: State) -> set:
+    """Clusters some open ledger handle is bound to."""
+    o = s.own
+    if o is None:
+        return set()
+    return {h[1] for h in (o.write, o.cursor, o.read) if h is not None}
+
+
+def actions(m, s: State):
+    if NEW not in s.registry:
+        yield act("register")
+    for b, x in enumerate(s.brokers):
+        if not x.up:
+            continue
+        if s.directive is None and s.registry.get(NEW) == STANDBY and precheck(m, s):
+            yield act("switch", broker=b)
+        if s.directive is not None and x.epoch < s.directive[2]:
+            yield act("watch", broker=b)
+        if left(s, "restart"):
+            yield act("restart", broker=b)
+    if s.progress is not None and s.progress.phase == "done" and OLD not in s.closed and left(s, "close_client"):
+        if close_allowed(m, s):
+            yield act("close_client", cluster=OLD)
+    if OLD in s.alive and left(s, "old_down"):
+        yield act("old_down")
+
+
+def precheck(m, s: State) -> bool:
+    """Phase 2 (I11): "the new cluster's ``/ledgers/idgen-long`` is advanced beyond
+    ``max(ledgerId)`` of the source cluster"; a failure is HTTP 409 and changes nothing."""
+    if m.config.variant == "mutant:no-precheck":
+        return True
+    return s.idgen[NEW] > max(s.bk[OLD].keys(), default=0)
+
+
+def close_allowed(m, s: State) -> bool:
+    """Phase 6.3 / I5: "Old BK client closure must be preceded by confirmation of no active
+    reads". Variant close-after-data-expires: also no ledger record still routes to the old
+    cluster (its topic data has not aged out)."""
+    if m.config.variant == "mutant:close-without-drain":
+        return True
+    if OLD in open_handles(s):
+        return False
+    if "close-after-data-expires" in m.fixes:
+        records = [a for _, a in s.ml] + [s.cursor.attr] + [e.attr for e in s.schema]
+        return all(resolve(m, s, a, 0) != OLD for a in records)
+    return True
+
+
+def register(m, s: State, a):
+    """Phase 1: ``bookie-clusters register --name new-cluster ... --status STANDBY`` (a znode create)."""
+    return replace(s, registry=s.registry.set(NEW, STANDBY))
+
+
+def switch(m, s: State, a):
+    """Phase 3: the receiving broker (origin) writes ``/admin/bookie-clusters/switch-target``
+    ``{target, origin, epoch}`` after the inline precheck; the cluster active before is kept as
+    the switch's source."""
+    source = next(c for c, st in s.registry.items() if st == ACTIVE)
+    return replace(s, directive=(NEW, a.param("broker"), 1, source))
+
+
+def watch(m, s: State, a):
+    """Phase 3, each broker's ``BookieClusterConfigWatcher`` fires (delivery is per broker and
+    may lag): 1. hot-swap ``activeClusterName``; 2. enable dual read; 4. the origin broker only
+    starts the orchestrator (mutant every-broker-orchestrates: every broker does)."""
+    b = a.param("broker")
+    target, origin, epoch, _ = s.directive
+    runs = b == origin or m.config.variant == "mutant:every-broker-orchestrates"
+    x = replace(s.brokers[b], active=target, epoch=epoch, orchestrator=runs)
+    s = replace(s, brokers=put(s.brokers, b, x))
+    if runs and s.progress is None:
+        s = replace(s, progress=Progress())
+    return s
+
+
+def restart(m, s: State, a):
+    """A broker restarts: its memory is lost and ``initialize()`` runs (Wiring on Broker Start
+    2): "tier-1 -> Broker-ZK status=ACTIVE cluster; tier-2 -> optional currentClusterName hint
+    (unset); tier-3 -> derive from bookkeeperMetadataServiceUri [the old cluster] and
+    auto-register as ACTIVE"; step 6, the origin broker restarts its orchestrator. The watcher
+    registered at start fires on the next change, not for a directive already there. Variant
+    recover-from-directive: an existing directive decides the active cluster."""
+    b = a.param("broker")
+    active = next((c for c, st in s.registry.items() if st == ACTIVE), None)
+    if active is None:  # tier 3
+        active = OLD
+        s = replace(s, registry=s.registry.set(OLD, ACTIVE))
+    d = s.directive
+    if d is not None and "recover-from-directive" in m.fixes:
+        active = d[0]
+    runs = d is not None and d[1] == b and (s.progress is None or s.progress.phase in ("build", "cleanup", "rollback"))
+    x = Broker(active=active, epoch=d[2] if d is not None else 0, orchestrator=runs)
+    s = spend(replace(s, brokers=put(s.brokers, b, x)), "restart")
+    if runs and s.progress is None:
+        s = replace(s, progress=Progress())
+    if s.owner == b:
+        s = replace(s, owner=None, own=None)
+    return s
+
+
+def close_client(m, s: State, a):
+    """Phase 6.3: ``bookie-clusters close-client --name oldCluster`` ("Safely close old BK client")."""
+    return spend(replace(s, closed=s.closed | {a.param("cluster")}), "close_client")
+
+
+def old_down(m, s: State, a):
+    """Rollout P5, Scenario A: the old cluster goes down."""
+    return spend(replace(s, alive=s.alive - {OLD}), "old_down")
+
+
+APPLY = {"register": register, "switch": switch, "watch": watch, "restart": restart,
+         "close_client": close_client, "old_down": old_down}
