@@ -61,8 +61,8 @@ def i8(m, s):
     p = s.progress
     if p is None:
         return True
-    for kind, lid, attr in records(s):
-        if attr == NEW and lid in p.built:
+    for kind, lid, attr in records(s):  # topic data ledgers are never copied
+        if kind != "data" and attr == NEW and lid in p.built:
             copy, source = s.bk[NEW].get(lid), s.bk[OLD].get(lid, ())
             if copy is None or copy[:len(source)] != source:
                 return False

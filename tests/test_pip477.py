@@ -12,7 +12,8 @@ from models.pip477 import Pip477
 from models.pip477.proto import NewPositionInfo, OldPositionInfo, old_broker_rewrite, survives_old_broker
 from models.pip477.state import ATTR_KEY
 from pulsar_verify import registry
-from pulsar_verify.findings import catalogue, shortest
+from pulsar_verify.explorer import explore
+from pulsar_verify.findings import catalogue, only, shortest
 from pulsar_verify.hypo import machine_for
 from pulsar_verify.replay import replay
 from tests.helpers import cli, explored, violated, violated_alone
@@ -111,3 +112,13 @@ def test_hypothesis_beyond_exhaustive_bounds(tmp_path):
                                                        "sub_property": 1, "close_client": 1})
     run_state_machine_as_test(machine_for(model, tmp_path))
     assert not list(tmp_path.iterdir())
+
+
+def test_precheck_refuses_a_new_cluster_whose_idgen_is_behind():
+    """Phase 2 (I11): with the new cluster's idgen at 2 while the old one holds ledgers 1-3, the switch is
+    refused (409, nothing changes); a switch without the precheck hands out colliding ids."""
+    behind = {"new_idgen": 2, "roll": 1, "brokers": 1}
+    refused, _ = explore(registry.build(MODEL, "as-written", values=behind))
+    assert "switch" not in refused.coverage and refused.violations == []
+    unchecked, _ = explore(only(registry.build(MODEL, "mutant:no-precheck", values=behind), "I11"))
+    assert [v.prop.id for v in unchecked.violations] == ["I11"]
