@@ -1,7 +1,9 @@
 """Explorer throughput: distinct states per second and peak memory, one case per process.
 
 Cases: the kernel's toy model; ``registers``, a state of 36 integer fields with cheap
-transitions (what the explorer itself costs per state on a wide state); and every
+transitions (what the explorer itself costs per state on a wide state); ``registers-floor``,
+the same state space searched with nothing but successor generation and a set of the state
+values (no fingerprint, parents, coverage or checks: what CPython allows at best); and every
 protocol model at each of its in-process bound sets (what checking a real model costs).
 
     python bench/explore_speed.py            # all cases
@@ -10,10 +12,13 @@ protocol model at each of its in-process bound sets (what checking a real model 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import operator
+import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import attrs
@@ -52,8 +57,29 @@ class RegistersModel(Model):
         return Registers(*v[:i], v[i] + 1, *v[i + 1:])
 
 
+def floor(model) -> dict:
+    """Breadth-first search with exact deduplication on the attrs values themselves."""
+    init = model.init_states()
+    seen, frontier, transitions = set(init), list(init), 0
+    started = time.perf_counter()
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for a in model.actions(s):
+                t = model.next_state(s, a)
+                transitions += 1
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    seconds = time.perf_counter() - started
+    return {"states": len(seen), "transitions": transitions, "seconds": round(seconds, 2),
+            "states_per_s": round(len(seen) / seconds),
+            "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+
+
 def cases() -> list[str]:
-    names = ["toy-lock", "registers"]
+    names = ["toy-lock", "registers", "registers-floor"]
     for cls in registry.all_models():
         if cls.name == "toy-lock":
             continue
@@ -63,6 +89,9 @@ def cases() -> list[str]:
 
 def run_case(case: str) -> dict:
     liveness = True
+    if case == "registers-floor":
+        gc.disable()
+        return {"case": case, **floor(RegistersModel(Config("as-written", {})))}
     if case == "registers":
         model, liveness = RegistersModel(Config("as-written", {})), False
     elif case == "toy-lock":
