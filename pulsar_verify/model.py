@@ -146,6 +146,8 @@ class Model:
     # in-process explorer unless listed in ``large_presets`` (for Spark).
     presets: dict[str, dict[str, Any]] = {"default": {}}
     large_presets: Sequence[str] = ()
+    # Bounds beyond the exhaustive ones for the Hypothesis machine (tests and review).
+    hypothesis_bounds: dict[str, Any] = {}
     properties: list[Property] = []
     action_labels: Sequence[str] = ()  # every action label the model can produce
 

@@ -79,8 +79,6 @@ def test_upgrade_setting_rejects_unknown_values():
 
 
 def test_hypothesis_beyond_exhaustive_bounds(tmp_path):
-    model = registry.build("pip-373", "all-fixes",
-                           values={"txns": 2, "writes": 2, "acks": 1, "nontxn": 2, "crashes": 3, "snapshots": 1,
-                                   "upgrade": "user-false", "legacy": "aborted-txn"})
+    model = registry.build("pip-373", "all-fixes", values=registry.model_class("pip-373").hypothesis_bounds)
     run_state_machine_as_test(machine_for(model, tmp_path))
     assert not list(tmp_path.iterdir())

@@ -79,8 +79,6 @@ def test_round_robin_is_by_range_start_and_name():
 
 
 def test_hypothesis_beyond_exhaustive_bounds(tmp_path):
-    model = registry.build(MODEL, "all-fixes", values={"segments": 2, "splits": 2, "merges": 1, "brokers": 3,
-                                                       "subs": 2, "new_subs": 1, "keys": 2, "msgs": 4,
-                                                       "consumers": 2, "disconnects": 2, "failovers": 2})
+    model = registry.build(MODEL, "all-fixes", values=Pip468.hypothesis_bounds)
     run_state_machine_as_test(machine_for(model, tmp_path))
     assert not list(tmp_path.iterdir())

@@ -122,8 +122,7 @@ def test_successors_agree_with_actions_and_next_state():
         assert model.successors(s) == [(a, model.next_state(s, a)) for a in model.actions(s)]
 
 
-LARGE = {"txns": 2, "segments": 2, "late_subs": 1, "writes": 2, "acks": 1, "nontxn": 1, "crashes": 1,
-         "tc_crashes": 1, "seals": 1}
+LARGE = Pip473.hypothesis_bounds
 
 
 def test_hypothesis_all_fixes_at_bounds_beyond_exhaustive(tmp_path):

@@ -107,9 +107,7 @@ def test_list_shows_i1_to_i16_with_statements():
 
 
 def test_hypothesis_beyond_exhaustive_bounds(tmp_path):
-    model = registry.build(MODEL, "all-fixes", values={"brokers": 2, "legacy": 1, "publish": 2, "roll": 2,
-                                                       "put_schema": 2, "move": 2, "restart": 1, "rollback": 1,
-                                                       "sub_property": 1, "close_client": 1})
+    model = registry.build(MODEL, "all-fixes", values=Pip477.hypothesis_bounds)
     run_state_machine_as_test(machine_for(model, tmp_path))
     assert not list(tmp_path.iterdir())
 

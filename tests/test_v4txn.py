@@ -73,9 +73,7 @@ def test_v4_stalls_where_pip473_completes():
 
 
 def test_hypothesis_beyond_exhaustive_bounds(tmp_path):
-    model = registry.build("v4-txn", "off-segment-markers",
-                           values={"txns": 3, "topics": 2, "writes": 2, "acks": 1, "nontxn": 2, "crashes": 2,
-                                   "seals": 2, "snapshots": 2})
+    model = registry.build("v4-txn", "off-segment-markers", values=registry.model_class("v4-txn").hypothesis_bounds)
     run_state_machine_as_test(machine_for(model, tmp_path))
     assert not list(tmp_path.iterdir())
 

@@ -89,6 +89,8 @@ class Pip373(V4Txn):
         "two-txns": {"txns": 2, "nontxn": 1, "snapshots": 1},
     }
     large_presets = ("two-txns",)
+    hypothesis_bounds = {"txns": 2, "writes": 2, "acks": 1, "nontxn": 2, "crashes": 3, "snapshots": 1,
+                         "upgrade": "user-false", "legacy": "aborted-txn"}
     action_labels = tuple(sorted(set(V4Txn.action_labels) - {"tb_recover", "seal", "append_rejected",
                                                              "marker_rejected"}
                                  | {"load_skip", "load_rebuild", "load_confirm", "persist_flag", "request_flag",

@@ -65,6 +65,8 @@ class Pip468(ComposedModel):
         "two-consumers-failover": {"consumers": 2, "failovers": 1, "msgs": 1},
     }
     large_presets = ("two-consumers-failover",)
+    hypothesis_bounds = {"segments": 2, "splits": 2, "merges": 1, "brokers": 3, "subs": 2, "new_subs": 1, "keys": 2,
+                         "msgs": 4, "consumers": 2, "disconnects": 2, "failovers": 2}
 
     def __init__(self, config):
         super().__init__(config)

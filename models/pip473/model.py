@@ -71,6 +71,8 @@ class Pip473(ComposedModel):
         "two-txns": {"txns": 2, "acks": 1, "nontxn": 1},
     }
     large_presets = ("two-segments", "two-txns")
+    hypothesis_bounds = {"txns": 2, "segments": 2, "late_subs": 1, "writes": 2, "acks": 1, "nontxn": 1, "crashes": 1,
+                         "tc_crashes": 1, "seals": 1}
 
     def __init__(self, config):
         super().__init__(config)

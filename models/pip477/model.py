@@ -84,6 +84,9 @@ class Pip477(ComposedModel):
         "old-down": {"old_down": 1, "brokers": 1, "move": 1},
     }
 
+    hypothesis_bounds = {"brokers": 2, "legacy": 1, "publish": 2, "roll": 2, "put_schema": 2, "move": 2, "restart": 1,
+                         "rollback": 1, "sub_property": 1, "close_client": 1}
+
     def __init__(self, config):
         super().__init__(config)
         v = config.variant

@@ -50,6 +50,8 @@ class V4Txn(ComposedModel):
         "two-topics": {"txns": 2, "topics": 2, "seals": 1, "acks": 1, "nontxn": 1, "crashes": 1},
     }
     large_presets = ("two-topics",)
+    hypothesis_bounds = {"txns": 3, "topics": 2, "writes": 2, "acks": 1, "nontxn": 2, "crashes": 2, "seals": 2,
+                         "snapshots": 2}
     def action_names(self):
         cfg = self.config
         blocked = cfg.seals and cfg.variant != "off-segment-markers"
