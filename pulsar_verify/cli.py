@@ -79,6 +79,12 @@ def parser() -> argparse.ArgumentParser:
     rv.add_argument("--engines", default="local,spark", help="comma-separated: local, spark")
     rv.add_argument("--models", help="comma-separated model names (default: every model)")
     rv.add_argument("--master", default="local[*]")
+    rv.add_argument("--nightly", action="store_true",
+                    help="also the Spark-scale bound sets, and Hypothesis with the nightly profile")
+    rv.add_argument("--expectations", type=Path, default=registry.REPO_ROOT / "expectations.json",
+                    help="expected verdict of every (model, variant, property)")
+    rv.add_argument("--update-expectations", action="store_true",
+                    help="record this run's verdicts as the expected ones (deliberately)")
     return p
 
 
@@ -190,47 +196,92 @@ def cmd_prove(args) -> int:
 
 
 def cmd_review(args) -> int:
+    from . import report
+    from .hypo import run_machine
+
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     for e in engines:
         if e not in ("local", "spark"):
             raise UsageError(f"--engines: unknown engine {e!r} (known: local, spark)")
     classes = ([registry.model_class(n.strip()) for n in args.models.split(",") if n.strip()]
                if args.models else registry.all_models())
-    rows = []
+    expected = _read_expectations(args.expectations)
+    rows, hypothesis = [], {}
     for cls in classes:
+        presets = list(cls.in_process_presets()) + (list(cls.large_presets) if args.nightly else [])
         for variant in cls.variant_names():
-            for preset in cls.in_process_presets():
+            for preset in presets:
                 model = cls(cls.make_config(variant, preset=preset))
-                # Spark runs the default bounds: its per-level overhead buys nothing on small runs.
-                for engine in engines if preset == "default" else ["local"]:
+                # Spark runs the default bounds and, at night, the large ones: its per-level overhead
+                # buys nothing on the small runs; the large ones run on Spark alone.
+                if preset in cls.large_presets:
+                    runs = ["spark"] if "spark" in engines else ["local"]
+                else:
+                    runs = [e for e in engines if e == "local" or preset == "default"]
+                for engine in runs:
                     out = args.out / model.name / variant / preset / engine
                     r = run_exploration(model, engine, master=args.master, out=out)
                     write_violations(model, r, out)
                     out.mkdir(parents=True, exist_ok=True)
                     (out / "summary.json").write_text(json.dumps(r.summary(), indent=2) + "\n")
-                    rows.append((model.name, variant, preset, engine, r))
-                    print(f"{model.name:<9} {variant:<26} {preset:<9} {engine:<6} {r.distinct_states:>9,} states "
-                          f"{r.transitions:>10,} transitions depth {r.depth:>3} {r.seconds:7.2f}s  "
-                          f"violated: {', '.join(v.prop.id for v in r.violations) or '-'}", flush=True)
-    lines = ["# pulsar-verify review", "",
-             "| model | variant | bounds | engine | states | transitions | depth | liveness | violated |",
-             "|---|---|---|---|---:|---:|---:|---|---|"]
-    for name, variant, preset, engine, r in rows:
-        liveness = "checked" if r.liveness_checked else "not checked"
-        lines.append(f"| {name} | {variant} | {preset} | {engine} | {r.distinct_states:,} | {r.transitions:,} | "
-                     f"{r.depth} | {liveness} | {', '.join(v.prop.id for v in r.violations) or '-'} |")
-    lines += sealed_comparison(rows)
+                    rows.append((model.name, variant, preset, engine, model, r))
+                    print(f"{model.name:<9} {variant:<36} {preset:<14} {engine:<6} {r.distinct_states:>9,} states "
+                          f"{r.seconds:7.2f}s  violated: {', '.join(v.prop.id for v in r.violations) or '-'}",
+                          flush=True)
+        for variant in _hypothesis_variants(cls):
+            model = cls(cls.make_config(variant, values=cls.hypothesis_bounds))
+            examples, failed = run_machine(model, args.out / cls.name / variant / "hypothesis", args.nightly)
+            hypothesis[cls.name, variant] = (examples, failed)
+            print(f"{cls.name:<9} {variant:<36} hypothesis {examples} examples  violated: "
+                  f"{', '.join(sorted(failed)) or '-'}", flush=True)
+    table = report.cells(rows, hypothesis)
+    got = report.verdicts(table)
+    mismatches = None if args.update_expectations else report.compare(expected, got)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "index.md").write_text("\n".join(lines) + "\n")
+    for cls in classes:
+        pngs = report.plots(args.out, cls.name, rows)
+        (args.out / f"{cls.name}.md").write_text(report.model_page(cls, table, rows, pngs))
+    index, _ = report.index_page(classes, table, rows, mismatches)
+    (args.out / "index.md").write_text(index + "\n".join(sealed_comparison(rows)) + "\n")
     print(f"report: {args.out / 'index.md'}")
-    return 0
+    if args.update_expectations:
+        merged = {**expected, **got}
+        args.expectations.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
+        print(f"expectations recorded: {args.expectations}")
+        return 0
+    for line in mismatches:
+        print(f"verdict changed: {line}", file=sys.stderr)
+    if mismatches:
+        print(f"pulsar-verify: {len(mismatches)} verdicts differ from {args.expectations} "
+              f"(--update-expectations records them if the change is meant)", file=sys.stderr)
+    return 1 if mismatches else 0
+
+
+def _hypothesis_variants(cls) -> list[str]:
+    """As written, and the variant with every fix (or the only fix)."""
+    names = cls.variant_names()
+    fixes = [v.name for v in cls.variants if v.kind == "fix"]
+    best = "all-fixes" if "all-fixes" in names else (fixes[0] if fixes else None)
+    return ["as-written"] + ([best] if best else []) if cls.hypothesis_bounds else []
+
+
+def _read_expectations(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: not a readable expectations file: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not an expectations file: expected an object of models")
+    return data
 
 
 def sealed_comparison(rows) -> list[str]:
     """v4 (in-stream markers) against PIP-473 on the scenario PIP-473 exists for: a segment
     sealed mid-transaction (bounds ``sealed`` of both models, in-process)."""
     cells = {}
-    for name, variant, preset, engine, r in rows:
+    for name, variant, preset, engine, _, r in rows:
         if name in ("v4-txn", "pip-473") and variant == "as-written" and preset == "sealed" and engine == "local":
             stall = next((v for v in r.violations if v.prop.id == "end-txn-completes"), None)
             cells[name] = (f"violated: {stall.length}-step lasso" if stall else

@@ -38,6 +38,20 @@ class PropertyFailed(AssertionError):
     pass
 
 
+def run_machine(model: Model, out_dir: Path, nightly: bool = False) -> tuple[int, set]:
+    """Run the model's machine once under the ``ci`` (or ``nightly``) profile: the examples tried
+    and the ids of the properties it found violated (each written under ``out_dir``)."""
+    from hypothesis.stateful import run_state_machine_as_test
+
+    profile = settings.get_profile("nightly" if nightly else "ci")
+    try:
+        run_state_machine_as_test(machine_for(model, out_dir), settings=profile)
+    except PropertyFailed:
+        pass
+    failed = {p.name[len("hypothesis-"):-len(".itf.json")] for p in Path(out_dir).glob("hypothesis-*.itf.json")}
+    return profile.max_examples, failed
+
+
 def machine_for(model: Model, out_dir: Path | None = None) -> type[RuleBasedStateMachine]:
     """A state machine class driving ``model``; failures are written under ``out_dir``.
 

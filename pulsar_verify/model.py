@@ -148,6 +148,9 @@ class Model:
     large_presets: Sequence[str] = ()
     # Bounds beyond the exhaustive ones for the Hypothesis machine (tests and review).
     hypothesis_bounds: dict[str, Any] = {}
+    # For sequence diagrams: action label -> "Sender->>Receiver", where a name may use the action's
+    # parameters ("Broker{broker}"); a label not listed is drawn as a step of the system.
+    sequence: dict[str, str] = {}
     properties: list[Property] = []
     action_labels: Sequence[str] = ()  # every action label the model can produce
 

@@ -22,6 +22,8 @@ class Outcome:
     reproduced: bool
     message: str
     steps: int
+    states: tuple = attrs.field(default=(), eq=False, repr=False)  # the re-executed trace
+    actions: tuple = attrs.field(default=(), eq=False, repr=False)
 
 
 def load(path: str | Path) -> dict:
@@ -119,8 +121,9 @@ def replay(path: str | Path, variant: str | None = None) -> Outcome:
         held = not _lasso_violates(model, prop, states, actions, doc.get("loop"), path, other)
     if held:
         return Outcome(False, f"{prop.id} holds at the end of the replayed trace ({steps} steps): "
-                              f"the violation no longer reproduces", steps)
-    return Outcome(True, f"{prop.kind} {prop.id} violated after {steps} steps: {prop.statement}", steps)
+                              f"the violation no longer reproduces", steps, tuple(states), tuple(actions))
+    return Outcome(True, f"{prop.kind} {prop.id} violated after {steps} steps: {prop.statement}", steps,
+                   tuple(states), tuple(actions))
 
 
 def _lasso_violates(model, prop, states, actions, loop, path, other=False) -> bool:

@@ -250,7 +250,8 @@ def test_hypothesis_machine_reports_deadlock(tmp_path):
 def test_review_writes_a_report(tmp_path):
     proc = cli("review", "--models", "toy-lock", "--engines", "local", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    index = (tmp_path / "index.md").read_text()
-    assert "| toy-lock | as-written | default | local | 17 | 28 | 6 | checked | mutual-exclusion |" in index
+    assert "[`toy-lock`](toy-lock.md)" in (tmp_path / "index.md").read_text()
+    page = (tmp_path / "toy-lock.md").read_text()
+    assert "| as-written | default | local | 17 | 28 | 6 |" in page and "| checked | mutual-exclusion |" in page
     assert (tmp_path / "toy-lock" / "as-written" / "default" / "local" / "mutual-exclusion.itf.json").exists()
     assert cli("review", "--models", "nope").returncode == 2

@@ -80,7 +80,7 @@ def test_hypothesis_beyond_exhaustive_bounds(tmp_path):
 
 def test_review_report_compares_v4_and_pip473_on_a_sealed_segment():
     from pulsar_verify.cli import sealed_comparison
-    rows = [(m, "as-written", "sealed", "local", run(m, "as-written", "sealed")) for m in ("v4-txn", "pip-473")]
+    rows = [(m, "as-written", "sealed", "local", None, run(m, "as-written", "sealed")) for m in ("v4-txn", "pip-473")]
     text = "\n".join(sealed_comparison(rows))
     assert "| v4-txn (in-stream markers) | violated: 8-step lasso |" in text
     assert "| pip-473 (metadata-driven) | holds |" in text

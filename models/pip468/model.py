@@ -65,6 +65,18 @@ class Pip468(ComposedModel):
         "two-consumers-failover": {"consumers": 2, "failovers": 1, "msgs": 1},
     }
     large_presets = ("two-consumers-failover",)
+    sequence = {
+        "elect": "Controller{broker}->>Store", "lose_session": "Store->>Store",
+        "learn_deposed": "Store->>Controller{broker}", "crash": "Controller{broker}->>Controller{broker}",
+        "layout_changed": "Store->>Controller{broker}", "request_split": "Operator->>Controller{broker}",
+        "request_merge": "Operator->>Controller{broker}", "discover": "Controller{broker}->>Store",
+        "create": "Controller{broker}->>Segments", "terminate": "Controller{broker}->>Segments",
+        "cas": "Controller{broker}->>Store", "cas_conflict": "Store->>Controller{broker}",
+        "notify": "Controller{broker}->>Consumer{consumer}", "create_subscription": "Operator->>Controller{broker}",
+        "publish": "Producer->>Segments", "publish_rejected": "Segments->>Producer", "dag_update": "Store->>Producer",
+        "connect": "Consumer{consumer}->>Controller", "disconnect": "Consumer{consumer}->>Controller",
+        "receive_assignment": "Controller->>Consumer{consumer}", "grace_expire": "Controller{broker}->>Store",
+        "deliver": "Segments->>Consumer{sub}"}
     hypothesis_bounds = {"segments": 2, "splits": 2, "merges": 1, "brokers": 3, "subs": 2, "new_subs": 1, "keys": 2,
                          "msgs": 4, "consumers": 2, "disconnects": 2, "failovers": 2}
 

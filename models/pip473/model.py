@@ -71,6 +71,22 @@ class Pip473(ComposedModel):
         "two-txns": {"txns": 2, "acks": 1, "nontxn": 1},
     }
     large_presets = ("two-segments", "two-txns")
+    sequence = {
+        "new_txn": "Client->>TC", "end_txn": "Client->>TC", "retry_end": "Client->>TC", "send": "Client->>Segment{seg}",
+        "send_conflict": "Store->>Segment{seg}", "pub_append": "Segment{seg}->>Segment{seg}",
+        "pub_put": "Segment{seg}->>Store", "pub_late": "Segment{seg}->>Store", "pub_ack": "Segment{seg}->>Client",
+        "pub_terminated": "Segment{seg}->>Client", "nontxn_send": "Client->>Segment{seg}",
+        "tc_read": "TC->>Store", "tc_cas": "TC->>Store", "tc_bad_version": "Store->>TC", "tc_reply": "TC->>Client",
+        "tc_finalize": "TC->>Store", "tc_crash": "TC->>TC", "timeout_sweep": "TC->>Store",
+        "gc_delete_header": "TC->>Store", "gc_delete_ops": "TC->>Store",
+        "tb_index": "Store->>Segment{seg}", "tb_header": "Store->>Segment{seg}", "tb_cleanup": "Segment{seg}->>Store",
+        "tb_reap": "Segment{seg}->>Store", "pa_header": "Store->>Segment{seg}", "pa_cleanup": "Segment{seg}->>Store",
+        "pa_reap": "Segment{seg}->>Store", "filter": "Segment{seg}->>Segment{seg}",
+        "skip_acked": "Segment{seg}->>Segment{seg}", "deliver": "Segment{seg}->>Consumer{sub}",
+        "subscribe": "Consumer{sub}->>Segment{seg}", "txn_ack": "Consumer{sub}->>Segment{seg}",
+        "txn_ack_cumulative": "Consumer{sub}->>Segment{seg}", "trim": "Segment{seg}->>Segment{seg}",
+        "seal": "Operator->>Segment{seg}", "crash": "Segment{seg}->>Segment{seg}",
+        "restart": "Segment{seg}->>Segment{seg}"}
     hypothesis_bounds = {"txns": 2, "segments": 2, "late_subs": 1, "writes": 2, "acks": 1, "nontxn": 1, "crashes": 1,
                          "tc_crashes": 1, "seals": 1}
 

@@ -84,6 +84,24 @@ class Pip477(ComposedModel):
         "old-down": {"old_down": 1, "brokers": 1, "move": 1},
     }
 
+    sequence = {
+        "register": "Operator->>BrokerZK", "switch": "Operator->>Broker{broker}", "watch": "BrokerZK->>Broker{broker}",
+        "restart": "Broker{broker}->>BrokerZK", "close_client": "Operator->>Broker", "old_down": "BK_old->>BK_old",
+        "build": "Broker{broker}->>BK_new", "promote_schema_read": "Broker{broker}->>BrokerZK",
+        "promote_schema_cas": "Broker{broker}->>BrokerZK", "promote_schema_conflict": "BrokerZK->>Broker{broker}",
+        "promote_cursor_send": "Broker{broker}->>Owner", "promote_cursor_handle": "Owner->>BrokerZK",
+        "rollback_cursor_send": "Broker{broker}->>Owner", "start_cleanup": "Operator->>Broker{broker}",
+        "start_rollback": "Operator->>Broker{broker}", "cleanup_delete": "Broker{broker}->>BK_old",
+        "cleanup_status_old": "Broker{broker}->>BrokerZK", "cleanup_status_new": "Broker{broker}->>BrokerZK",
+        "cleanup_status": "Broker{broker}->>BrokerZK", "rollback_schema": "Broker{broker}->>BrokerZK",
+        "rollback_delete": "Broker{broker}->>BK_new", "rollback_done": "Broker{broker}->>BrokerZK",
+        "publish": "Client->>Broker{broker}", "roll_ledger": "Broker{broker}->>BrokerZK",
+        "open_ledger": "Broker{broker}->>Broker{broker}", "read_entry": "Broker{broker}->>BK_{cluster}",
+        "mark_delete": "Client->>Broker{broker}", "cursor_rollover": "Broker{broker}->>BrokerZK",
+        "set_sub_property": "Client->>Broker{broker}", "put_schema_start": "Client->>Broker{broker}",
+        "put_schema_cas": "Broker{broker}->>BrokerZK", "put_schema_conflict": "BrokerZK->>Broker{broker}",
+        "read_schema": "Client->>Broker{broker}", "trim_ledger": "Broker{broker}->>BK_{cluster}",
+        "unload_topic": "Broker{broker}->>Broker{broker}", "load_topic": "Broker{broker}->>BrokerZK"}
     hypothesis_bounds = {"brokers": 2, "legacy": 1, "publish": 2, "roll": 2, "put_schema": 2, "move": 2, "restart": 1,
                          "rollback": 1, "sub_property": 1, "close_client": 1}
 

@@ -50,6 +50,19 @@ class V4Txn(ComposedModel):
         "two-topics": {"txns": 2, "topics": 2, "seals": 1, "acks": 1, "nontxn": 1, "crashes": 1},
     }
     large_presets = ("two-topics",)
+    sequence = {
+        "new_txn": "Client->>TC", "add_partition": "Client->>TC", "end_txn": "Client->>TC", "tc_end": "TC->>TC",
+        "tc_retry": "TC->>Topic{topic}", "end_on_partition": "TC->>Topic{topic}",
+        "end_on_subscription": "TC->>Topic{topic}", "marker_rejected": "Topic{topic}->>TC",
+        "append": "Client->>Topic{topic}", "append_rejected": "Topic{topic}->>Client",
+        "send_nontxn": "Client->>Topic{topic}", "txn_ack": "Consumer->>Topic{topic}",
+        "deliver": "Topic{topic}->>Consumer", "skip_aborted": "Topic{topic}->>Topic{topic}",
+        "skip_marker": "Topic{topic}->>Topic{topic}", "take_snapshot": "Topic{topic}->>Topic{topic}",
+        "tb_recover": "Topic{topic}->>Topic{topic}", "seal": "Operator->>Topic{topic}",
+        "crash": "Topic{topic}->>Topic{topic}", "load_skip": "Topic{topic}->>Topic{topic}",
+        "load_rebuild": "Topic{topic}->>Topic{topic}", "load_confirm": "Topic{topic}->>Topic{topic}",
+        "request_flag": "Topic{topic}->>Store", "persist_flag": "Topic{topic}->>Store",
+        "admin_update": "Operator->>Store", "admin_remove": "Operator->>Store"}
     hypothesis_bounds = {"txns": 3, "topics": 2, "writes": 2, "acks": 1, "nontxn": 2, "crashes": 2, "seals": 2,
                          "snapshots": 2}
     def action_names(self):
