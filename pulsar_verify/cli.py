@@ -206,7 +206,7 @@ def cmd_review(args) -> int:
     classes = ([registry.model_class(n.strip()) for n in args.models.split(",") if n.strip()]
                if args.models else registry.all_models())
     expected = _read_expectations(args.expectations)
-    rows, hypothesis = [], {}
+    rows, hypothesis, errors = [], {}, []
     for cls in classes:
         presets = list(cls.in_process_presets()) + (list(cls.large_presets) if args.nightly else [])
         for variant in cls.variant_names():
@@ -220,7 +220,14 @@ def cmd_review(args) -> int:
                     runs = [e for e in engines if e == "local" or preset == "default"]
                 for engine in runs:
                     out = args.out / model.name / variant / preset / engine
-                    r = run_exploration(model, engine, master=args.master, out=out)
+                    try:
+                        r = run_exploration(model, engine, master=args.master, out=out)
+                    except UsageError:
+                        raise
+                    except Exception as exc:  # a model bug: reported, and the rest of the review goes on
+                        errors.append(f"{model.name} {variant} {preset} {engine}: {type(exc).__name__}: {exc}")
+                        print(f"model error: {errors[-1]}", file=sys.stderr, flush=True)
+                        continue
                     write_violations(model, r, out)
                     out.mkdir(parents=True, exist_ok=True)
                     (out / "summary.json").write_text(json.dumps(r.summary(), indent=2) + "\n")
@@ -242,8 +249,12 @@ def cmd_review(args) -> int:
         pngs = report.plots(args.out, cls.name, rows)
         (args.out / f"{cls.name}.md").write_text(report.model_page(cls, table, rows, pngs))
     index, _ = report.index_page(classes, table, rows, mismatches)
-    (args.out / "index.md").write_text(index + "\n".join(sealed_comparison(rows)) + "\n")
+    errors_md = ["", "## Model errors", ""] + [f"- {e}" for e in errors] if errors else []
+    (args.out / "index.md").write_text(index + "\n".join(sealed_comparison(rows) + errors_md) + "\n")
     print(f"report: {args.out / 'index.md'}")
+    if errors:
+        print(f"pulsar-verify: {len(errors)} runs failed with a model error (listed in the report)", file=sys.stderr)
+        return 1
     if args.update_expectations:
         merged = {**expected, **got}
         args.expectations.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")

@@ -103,6 +103,10 @@ def _text(s: str) -> str:
     return s.replace(";", ",").replace("#", "no. ").replace("'", "").replace('"', "")
 
 
+def _short(value: str, limit: int = 60) -> str:
+    return value if len(value) <= limit else value[:limit - 1] + "…"
+
+
 def sequence_diagram(model: Model, states, actions, prop_id: str, loop: int | None = None) -> str:
     """The counterexample as a mermaid ``sequenceDiagram``: one message per step with the state it
     changes; the step that breaks the property (or the loop of a lasso) highlighted."""
@@ -114,7 +118,7 @@ def sequence_diagram(model: Model, states, actions, prop_id: str, loop: int | No
         for actor in (src, dst):
             if actor not in seen:
                 seen.append(actor)
-        changes = [f"{path}: {was} → {now}" for path, was, now in diff(states[i - 1], states[i])]
+        changes = [f"{path}: {_short(was)} → {_short(now)}" for path, was, now in diff(states[i - 1], states[i])]
         if len(changes) > 3:
             changes = changes[:3] + [f"… {len(changes) - 3} more"]
         text = "<br/>".join([f"{i}. {a}"] + changes)
@@ -245,16 +249,18 @@ def plots(out: Path, name: str, rows) -> list[str]:
             if n == name and variant == "as-written" and engine == "local"]
     if not mine:
         return []
-    files = []
+    def save(fig, kind: str) -> str:
+        fig.tight_layout()
+        fig.savefig(out / f"{name}-{kind}.png", dpi=90)
+        plt.close(fig)
+        return f"{name}-{kind}.png"
+
     fig, ax = plt.subplots(figsize=(8, 4))
     for preset, r in mine:
         ax.plot(range(len(r.level_sizes)), r.level_sizes, marker=".", label=preset)
     ax.set(xlabel="BFS level (depth)", ylabel="new distinct states", title=f"{name} as written: states per level")
     ax.legend(fontsize="small", ncol=2)
-    fig.tight_layout()
-    fig.savefig(out / f"{name}-levels.png", dpi=90)
-    files.append(f"{name}-levels.png")
-    plt.close(fig)
+    files = [save(fig, "levels")]
     coverage: dict = defaultdict(int)
     for _, r in mine:
         for label, n in r.coverage.items():
@@ -264,8 +270,4 @@ def plots(out: Path, name: str, rows) -> list[str]:
     ax.barh(labels, [coverage[x] for x in labels])
     ax.set(xscale="log", xlabel="transitions (log)", title=f"{name} as written: action coverage")
     ax.tick_params(axis="y", labelsize=7)
-    fig.tight_layout()
-    fig.savefig(out / f"{name}-coverage.png", dpi=90)
-    files.append(f"{name}-coverage.png")
-    plt.close(fig)
-    return files
+    return files + [save(fig, "coverage")]

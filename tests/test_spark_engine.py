@@ -39,9 +39,10 @@ def test_spark_respects_depth_bound():
     assert not spark.complete and (spark.distinct_states, spark.depth) == (local.distinct_states, 2) == (6, 2)
 
 
+@pytest.mark.parametrize("name", ["pip-473", "pip-477"])
 @pytest.mark.parametrize("variant", ["as-written", "all-fixes"])
-def test_pip473_default_bounds_spark_equals_local(variant):
-    model = registry.build("pip-473", variant)
+def test_default_bounds_spark_equals_local(name, variant):
+    model = registry.build(name, variant)
     local, _ = explore(model)
     spark = explore_spark(model, master="local[2]")
     same_answers(local, spark)

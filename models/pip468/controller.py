@@ -135,13 +135,14 @@ def _start(m, s: State, b: int, op: Op) -> State:
 
 def discover(m, s: State, a):
     """Step 1: "The controller queries the parent segment topic for its list of subscriptions"
-    (merge: "both parent segments ... and takes the union")."""
+    (merge: "both parent segments ... and takes the union"). A parent with no topic yet (only when
+    step 4 runs before step 2, mutant cas-before-create) has no subscriptions."""
     b, i = a.param("broker"), a.param("op")
     op = s.ctrls[b].ops[i]
     if "subs-in-metadata" in m.fixes:
         subs = s.ctrls[b].subs
     else:
-        subs = frozenset(sub for p in op.parents for sub in s.topics[p].cursors.keys())
+        subs = frozenset(sub for p in op.parents if p in s.topics for sub in s.topics[p].cursors.keys())
     return _set_op(s, b, i, replace(op, step=m.after[DISCOVER], subs=subs))
 
 
@@ -161,11 +162,13 @@ def create(m, s: State, a):
 
 
 def terminate(m, s: State, a):
-    """Step 3: terminate the parent ("sequentially" for a merge): a marker seals its managed ledger."""
+    """Step 3: terminate the parent ("sequentially" for a merge): a marker seals its managed ledger.
+    A parent whose topic was never created (only when step 4 runs before step 2, mutant
+    cas-before-create) is created terminated, as the retried call finally does."""
     b, i = a.param("broker"), a.param("op")
     op = s.ctrls[b].ops[i]
     p = op.parents[op.progress]
-    s = replace(s, topics=s.topics.set(p, replace(s.topics[p], terminated=True)))
+    s = replace(s, topics=s.topics.set(p, replace(s.topics.get(p, Topic()), terminated=True)))
     done = op.progress + 1 == len(op.parents)
     return _set_op(s, b, i, replace(op, step=m.after[TERMINATE] if done else TERMINATE, progress=0 if done else op.progress + 1))
 
