@@ -9,7 +9,7 @@ from pulsar_verify.model import act
 from pulsar_verify.values import FrozenMap, put, replace
 
 from .routing import allocate, bk_delete, bk_put, readable, source_of
-from .state import ATTR_KEY, DEPRECATED, NEW, OLD, ACTIVE, CursorInfo, State
+from .state import ACTIVE, ATTR_KEY, DEPRECATED, NEW, OLD, State
 
 
 def candidates(s: State):

@@ -12,9 +12,7 @@ OLD, NEW = "old", "new"
 ACTIVE, STANDBY, DEPRECATED = "ACTIVE", "STANDBY", "DEPRECATED"
 ATTR_KEY = "_pulsar.bookieClusterName"  # "Reserved Property Key"
 USER_KEY = "app"  # a subscription property a user sets
-DATA, CURSOR, SCHEMA = "data", "cursor", "schema"
 LEGACY_DATA, INITIAL_CURSOR, INITIAL_SCHEMA = 1, 2, 3  # ledgers on the old cluster at the start
-MAX_PROMOTE_RETRIES = 5  # Schema PROMOTE: "for (retry < MAX_PROMOTE_RETRIES = 5)"
 EMPTY = FrozenMap()
 
 
