@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from models.pip477 import Pip477
 from models.pip477.proto import survives_old_broker
-from models.pip477.routing import create_cluster, creatable, resolve
+from models.pip477.routing import create_cluster, creatable, records, resolve
 from models.pip477.state import ACTIVE, ATTR_KEY, LEGACY_DATA, NEW, OLD
 from models.pip477.switch import open_handles
 from models.pip477.traffic import writable
@@ -15,14 +15,6 @@ __all__ = ["Pip477"]
 TABLE = "Critical Invariants"
 SCHEMA_WORK = ("build", "promote_schema_read", "promote_schema_cas", "promote_schema_conflict", "start_cleanup",
                "cleanup_delete", "cleanup_status_old", "cleanup_status_new", "cleanup_status", "rollback_schema")
-
-
-def records(s):
-    """Every ledger record in Broker-ZK: (kind, ledger id, attribution)."""
-    out = [("data", lid, attr) for lid, attr in s.ml]
-    out.append(("cursor", s.cursor.ledger, s.cursor.attr))
-    out += [("schema", e.ledger, e.attr) for e in s.schema]
-    return out
 
 
 def i1(m, s):

@@ -248,7 +248,7 @@ def cmd_review(args) -> int:
     for cls in classes:
         pngs = report.plots(args.out, cls.name, rows)
         (args.out / f"{cls.name}.md").write_text(report.model_page(cls, table, rows, pngs))
-    index, _ = report.index_page(classes, table, rows, mismatches)
+    index = report.index_page(classes, table, rows, mismatches)
     errors_md = ["", "## Model errors", ""] + [f"- {e}" for e in errors] if errors else []
     (args.out / "index.md").write_text(index + "\n".join(sealed_comparison(rows) + errors_md) + "\n")
     print(f"report: {args.out / 'index.md'}")

@@ -27,10 +27,6 @@ class Cell:
     hypothesis: str | None = None  # "holds (N examples)" / "violated"
     incomplete: bool = False
 
-    @property
-    def verdict(self) -> str:
-        return VIOLATED if self.violations or self.hypothesis == VIOLATED else HOLDS
-
     def markdown(self) -> str:
         if self.violations:
             preset, length, lasso = min(self.violations, key=lambda v: v[1])
@@ -210,7 +206,7 @@ def model_page(cls: type[Model], table: dict, rows, plots: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def index_page(classes, table: dict, rows, mismatches: list[str] | None) -> tuple[str, list[str]]:
+def index_page(classes, table: dict, rows, mismatches: list[str] | None) -> str:
     head = ["| PIP | model | variants | properties | findings | as written | all fixes | states explored |",
             "|---|---|---:|---:|---:|---|---|---:|"]
     body = []
@@ -235,7 +231,7 @@ def index_page(classes, table: dict, rows, mismatches: list[str] | None) -> tupl
         lines += ["", "## Expectations", ""]
         lines += ["Every verdict is the one `expectations.json` records."] if not mismatches else (
             ["Verdicts that differ from `expectations.json`:", ""] + [f"- {m}" for m in mismatches])
-    return "\n".join(lines) + "\n", head + body
+    return "\n".join(lines) + "\n"
 
 
 def plots(out: Path, name: str, rows) -> list[str]:

@@ -87,3 +87,15 @@ def allocate(s: State, cluster: str) -> tuple[State, int]:
 
 def source_of(s: State) -> str:
     return s.directive[3] if s.directive is not None else OLD
+
+
+def startup_cluster(s: State, b: int) -> str:
+    """The cluster of the ``BookKeeper`` client a broker captured at start (mutant constructor-bk):
+    the switch's source once there is a switch, else the broker's active cluster."""
+    return s.directive[3] if s.directive is not None else s.brokers[b].active
+
+
+def records(s: State) -> list:
+    """Every ledger record in Broker-ZK: (kind, ledger id, attribution)."""
+    return ([("data", lid, attr) for lid, attr in s.ml] + [("cursor", s.cursor.ledger, s.cursor.attr)]
+            + [("schema", e.ledger, e.attr) for e in s.schema])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pulsar_verify.model import act
 from pulsar_verify.values import put, replace
 
-from .routing import resolve
+from .routing import records, resolve
 from .state import ACTIVE, NEW, OLD, STANDBY, Broker, Progress, State
 
 
@@ -63,8 +63,7 @@ def close_allowed(m, s: State) -> bool:
     if OLD in open_handles(s):
         return False
     if "close-after-data-expires" in m.fixes:
-        records = [a for _, a in s.ml] + [s.cursor.attr] + [e.attr for e in s.schema]
-        return all(resolve(m, s, a, 0) != OLD for a in records)
+        return all(resolve(m, s, attr, 0) != OLD for _, _, attr in records(s))
     return True
 
 

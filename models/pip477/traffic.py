@@ -12,7 +12,8 @@ from __future__ import annotations
 from pulsar_verify.model import act
 from pulsar_verify.values import put, replace
 
-from .routing import allocate, bk_delete, bk_put, create_cluster, creatable, failed_read, reachable, readable, resolve
+from .routing import (allocate, bk_delete, bk_put, create_cluster, creatable, failed_read, reachable, readable,
+                      resolve, startup_cluster)
 from .state import ATTR_KEY, USER_KEY, CursorInfo, IndexEntry, Owned, State
 from .switch import left, spend
 
@@ -89,7 +90,7 @@ def first_open_cluster(m, s: State, b: int) -> str:
     """I15: the first open of the last ledger on load routes by its attribution (mutant
     constructor-bk: the BK client the broker was started with)."""
     if m.config.variant == "mutant:constructor-bk":
-        return s.directive[3] if s.directive is not None else s.brokers[b].active
+        return startup_cluster(s, b)
     return resolve(m, s, s.ml[-1][1], b)
 
 
@@ -102,7 +103,7 @@ def delete_cluster(m, s: State, b: int) -> str:
     """I15: ``asyncDeleteLedger`` routes by the ledger's attribution (mutant constructor-bk: the
     start-up client)."""
     if m.config.variant == "mutant:constructor-bk":
-        return s.directive[3] if s.directive is not None else s.brokers[b].active
+        return startup_cluster(s, b)
     return resolve(m, s, s.ml[0][1], b)
 
 
