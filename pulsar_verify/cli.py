@@ -62,7 +62,9 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-states", type=_positive)
     ex.add_argument("--engine", choices=("local", "spark"), default="local")
     ex.add_argument("--master", default="local[*]", help="Spark master (engine spark)")
-    ex.add_argument("--out", type=Path, help="output directory (default out/MODEL/VARIANT)")
+    ex.add_argument("--out", type=Path, help="output directory (default out/MODEL/VARIANT/BOUNDS); the Spark "
+                    "engine keeps its checkpoint in OUT/spark and continues from it when run again")
+    ex.add_argument("--fresh", action="store_true", help="engine spark: discard the checkpoint in OUT first")
     ex.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
     ex.add_argument("--json", action="store_true", help="print the summary as JSON")
     ex.add_argument("--quiet", action="store_true", help="no progress display")
@@ -122,11 +124,11 @@ def cmd_list(args) -> int:
 
 
 def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False,
-                    master="local[*]", progress=None, out: Path | None = None) -> Result:
+                    master="local[*]", progress=None, out: Path | None = None, fresh=False) -> Result:
     if engine == "spark":
         from spark_checks.bfs import explore_spark
         return explore_spark(model, max_depth=max_depth, max_states=max_states, master=master,
-                             progress=progress, out=out)
+                             progress=progress, out=out, fresh=fresh, stop_at_first=stop_at_first)
     result, _ = explore(model, max_depth=max_depth, max_states=max_states, stop_at_first=stop_at_first,
                         progress=progress)
     return result
@@ -145,7 +147,8 @@ def cmd_explore(args) -> int:
     if not args.json:
         print(f"exploring {model.name} [{model.config!r}] engine={args.engine}", file=sys.stderr)
     result = run_exploration(model, args.engine, max_depth=args.max_depth, max_states=args.max_states,
-                             stop_at_first=args.stop_at_first, master=args.master, progress=progress, out=out)
+                             stop_at_first=args.stop_at_first, master=args.master, progress=progress, out=out,
+                             fresh=args.fresh)
     if progress:
         sys.stderr.write("\n")
     write_violations(model, result, out)
@@ -221,7 +224,7 @@ def cmd_review(args) -> int:
                 for engine in runs:
                     out = args.out / model.name / variant / preset / engine
                     try:
-                        r = run_exploration(model, engine, master=args.master, out=out)
+                        r = run_exploration(model, engine, master=args.master, out=out, fresh=True)
                     except UsageError:
                         raise
                     except Exception as exc:  # a model bug: reported, and the rest of the review goes on

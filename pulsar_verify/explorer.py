@@ -57,6 +57,7 @@ class Result:
     never_fired: list = attrs.Factory(list)
     violations: list = attrs.Factory(list)
     level_sizes: list = attrs.Factory(list)
+    level_stats: list = attrs.Factory(list)  # per level: expanded, new, transitions, seconds, rate (Spark)
     liveness_checked: bool = False
     unreachable_goal: dict = attrs.Factory(dict)  # liveness id -> count of states that can never reach it
     trace_files: list = attrs.Factory(list)

@@ -1,5 +1,14 @@
-"""The Spark engine (local master) gives the in-process explorer's answers."""
+"""The Spark engine (local master) gives the in-process explorer's answers, checkpoints every
+level, continues an interrupted run, and refuses a checkpoint that is not its own."""
 from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -8,41 +17,175 @@ from pulsar_verify.explorer import explore
 from pulsar_verify.itf import trace_document, write_trace
 from pulsar_verify.replay import replay
 
+from .helpers import ROOT, cli
+
 pytest.importorskip("pyspark")
 from spark_checks.bfs import explore_spark  # noqa: E402
 
+MASTER = "local[2]"
 
-def same_answers(local, spark):
-    assert (spark.distinct_states, spark.transitions, spark.depth, spark.level_sizes) == \
-        (local.distinct_states, local.transitions, local.depth, local.level_sizes)
-    assert spark.coverage == local.coverage
-    assert [(v.prop.id, v.length) for v in spark.violations if v.loop is None] == \
-        [(v.prop.id, v.length) for v in local.violations if v.loop is None]
+
+def answers(r) -> tuple:
+    return (r.distinct_states, r.transitions, r.depth, r.level_sizes, r.coverage, r.complete,
+            [(v.prop.id, v.length, v.loop) for v in r.violations], r.unreachable_goal)
+
+
+def assert_same(local, spark):
+    assert answers(spark) == answers(local)
 
 
 @pytest.mark.parametrize("variant", ["as-written", "atomic-acquire", "no-release"])
-def test_toy_lock_spark_equals_local(variant, tmp_path):
+def test_toy_lock_spark_equals_local_and_its_traces_replay(variant, tmp_path):
     model = registry.build("toy-lock", variant, values={"procs": 3})
     local, _ = explore(model)
-    spark = explore_spark(model, master="local[2]")
-    same_answers(local, spark)
+    spark = explore_spark(model, master=MASTER)
+    assert_same(local, spark)
     for v in spark.violations:
         path = write_trace(tmp_path / f"{v.prop.id}.itf.json",
-                           trace_document(model, v.states, v.actions, v.as_dict()))
+                           trace_document(model, v.states, v.actions, v.as_dict(), v.loop))
         assert replay(path).reproduced
 
 
 def test_spark_respects_depth_bound():
     model = registry.build("toy-lock", "atomic-acquire")
-    spark = explore_spark(model, master="local[2]", max_depth=2)
+    spark = explore_spark(model, master=MASTER, max_depth=2)
     local, _ = explore(model, max_depth=2)
     assert not spark.complete and (spark.distinct_states, spark.depth) == (local.distinct_states, 2) == (6, 2)
 
 
-@pytest.mark.parametrize("name", ["pip-473", "pip-477"])
-@pytest.mark.parametrize("variant", ["as-written", "all-fixes"])
-def test_default_bounds_spark_equals_local(name, variant):
+# Every protocol model, as written and with its fixes, at the default bounds; liveness lassos included.
+SAME = [("pip-473", "as-written"), ("pip-473", "all-fixes"), ("v4-txn", "as-written"),
+        ("v4-txn", "off-segment-markers"), ("pip-373", "as-written"), ("pip-373", "all-fixes"),
+        ("pip-468", "as-written"), ("pip-468", "all-fixes"), ("pip-477", "as-written"), ("pip-477", "all-fixes")]
+
+
+@pytest.mark.parametrize("name,variant", SAME)
+def test_default_bounds_spark_equals_local(name, variant, tmp_path):
     model = registry.build(name, variant)
     local, _ = explore(model)
-    spark = explore_spark(model, master="local[2]")
-    same_answers(local, spark)
+    spark = explore_spark(model, master=MASTER, out=tmp_path)
+    assert_same(local, spark)
+    assert spark.liveness_checked == local.liveness_checked
+    for v in spark.violations:  # a Spark counterexample is a real one
+        path = write_trace(tmp_path / f"{v.prop.id}.itf.json",
+                           trace_document(model, v.states, v.actions, v.as_dict(), v.loop))
+        assert replay(path).reproduced, v.prop.id
+
+
+def test_results_are_written_as_parquet_and_json(tmp_path):
+    model = registry.build("pip-473", "as-written")
+    result = explore_spark(model, master=MASTER, out=tmp_path)
+    root = tmp_path / "spark"
+    stats = json.loads((root / "stats.json").read_text())
+    assert [s["level"] for s in stats] == list(range(1, result.depth + 2))  # the last level finds nothing
+    assert sum(s["new"] for s in stats) + result.level_sizes[0] == result.distinct_states
+    assert sum(s["transitions"] for s in stats) == result.transitions
+    violations = json.loads((root / "violations.json").read_text())
+    assert [(v["property"], v["length"]) for v in violations] == [(v.prop.id, v.length) for v in result.violations]
+    assert all(v["itf"]["states"] for v in violations)
+    from spark_checks.session import spark_session
+    spark = spark_session(MASTER)
+    assert spark.read.parquet(str(root / "stats.parquet")).count() == len(stats)
+    assert spark.read.parquet(str(root / "violations.parquet")).count() == len(violations)
+    assert any((root / "edges").iterdir())  # pip-473 has liveness properties: the graph is on disk
+
+
+def test_a_run_stopped_at_a_level_continues_to_the_same_result(tmp_path):
+    model = registry.build("pip-473", "as-written")
+    local, _ = explore(model)
+    first = explore_spark(model, master=MASTER, out=tmp_path, max_depth=6)
+    assert not first.complete and first.depth == 6
+    stats_before = json.loads((tmp_path / "spark" / "manifest.json").read_text())["stats"]
+    second = explore_spark(model, master=MASTER, out=tmp_path)
+    assert_same(local, second)
+    assert json.loads((tmp_path / "spark" / "stats.json").read_text())[:6] == stats_before  # not redone
+
+
+def test_a_killed_run_continues_from_its_last_complete_level(tmp_path):
+    model = registry.build("pip-473", "as-written")
+    local, _ = explore(model)
+    proc = subprocess.Popen([sys.executable, "-m", "pulsar_verify", "explore", "pip-473", "--engine", "spark",
+                             "--master", MASTER, "--out", str(tmp_path), "--quiet"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    manifest = tmp_path / "spark" / "manifest.json"
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline:
+            if manifest.exists() and json.loads(manifest.read_text())["levels"] >= 4:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the run never reached level 4")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the driver and its JVM, mid-level
+        proc.wait()
+    levels = json.loads(manifest.read_text())["levels"]
+    assert levels < local.depth
+    resumed = explore_spark(model, master=MASTER, out=tmp_path)
+    assert_same(local, resumed)
+    assert len(json.loads((tmp_path / "spark" / "stats.json").read_text())) == local.depth + 1
+
+
+def _checkpoint(tmp_path, variant="atomic-acquire"):
+    r = cli("explore", "toy-lock", "--variant", variant, "--engine", "spark", "--master", MASTER,
+            "--out", str(tmp_path), "--quiet")
+    assert r.returncode in (0, 1), r.stderr
+    return tmp_path / "spark"
+
+
+def _one_line_error(r, *needles):
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("pulsar-verify: error:")]
+    assert len(errors) == 1 and r.stderr.strip().splitlines()[-1] == errors[0], r.stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+def test_a_checkpoint_of_another_run_is_refused(tmp_path):
+    root = _checkpoint(tmp_path)
+    before = (root / "manifest.json").read_text()
+    r = cli("explore", "toy-lock", "--variant", "no-release", "--engine", "spark", "--master", MASTER,
+            "--out", str(tmp_path))
+    _one_line_error(r, "belongs to another run", "variant")
+    assert (root / "manifest.json").read_text() == before  # nothing already written is lost
+    r = cli("explore", "toy-lock", "--variant", "no-release", "--engine", "spark", "--master", MASTER,
+            "--out", str(tmp_path), "--fresh", "--quiet")
+    assert r.returncode == 1
+
+
+def test_a_corrupted_manifest_is_refused(tmp_path):
+    root = _checkpoint(tmp_path)
+    (root / "manifest.json").write_text('{"format": "pulsar-verify/spark-checkpoint/1", "model": ')
+    r = cli("explore", "toy-lock", "--variant", "atomic-acquire", "--engine", "spark", "--master", MASTER,
+            "--out", str(tmp_path))
+    _one_line_error(r, "corrupted checkpoint")
+
+
+def test_a_damaged_level_file_is_refused(tmp_path):
+    root = _checkpoint(tmp_path)
+    data = next((root / "level-00002" / "links.parquet").glob("part-*.parquet"))
+    data.write_bytes(data.read_bytes()[:20])
+    r = cli("explore", "toy-lock", "--variant", "atomic-acquire", "--engine", "spark", "--master", MASTER,
+            "--out", str(tmp_path))
+    _one_line_error(r, "corrupted checkpoint", "level 2")
+
+
+def test_a_missing_level_is_refused(tmp_path):
+    root = _checkpoint(tmp_path)
+    import shutil
+    shutil.rmtree(root / "level-00001")
+    r = cli("explore", "toy-lock", "--variant", "atomic-acquire", "--engine", "spark", "--master", MASTER,
+            "--out", str(tmp_path))
+    _one_line_error(r, "corrupted checkpoint", "level 1")
+
+
+def test_an_unreachable_master_is_a_one_line_error_in_bounded_time(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
+    started = time.monotonic()
+    r = cli("explore", "toy-lock", "--engine", "spark", "--master", f"spark://127.0.0.1:{port}",
+            "--out", str(tmp_path))
+    assert time.monotonic() - started < 30
+    _one_line_error(r, "cannot reach Spark master", str(port))

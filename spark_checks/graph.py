@@ -1,0 +1,63 @@
+"""Liveness on the state graph a Spark run wrote: the in-process check, run on the files.
+
+The run's links (every state with its parent, action, liveness labels and
+whether it broke an invariant) and edges (every transition out of an expanded
+state) are read back into the shape ``pulsar_verify.liveness`` works on, so
+both engines share one liveness check and give the same lassos.
+"""
+from __future__ import annotations
+
+import marshal
+
+from pulsar_verify.liveness import check_liveness
+
+from .codec import load_action
+
+
+class DiskGraph:
+    """What ``check_liveness`` reads from an explorer: model, graph, labels, path_to."""
+
+    def __init__(self, explorer, manifest: dict):
+        from .bfs import _read
+        self.model = explorer.model
+        self.init_by_fp = explorer.init_by_fp
+        self.parents: dict = {}
+        self.labels: dict = {}
+        self.graph: dict = {}
+        ckpt, spark = explorer.ckpt, explorer.spark
+        for level in range(manifest["levels"] + 1):
+            path = ckpt.level_dir(level) / "links.parquet"
+            for fp, parent, action, labels, bad in _read(spark, path, f"level {level}").select(
+                    "fp", "parent", "action", "labels", "bad").collect():
+                self.parents[fp] = (parent, None if action is None else load_action(bytes(action)))
+                self.labels[fp] = (level, marshal.loads(bytes(labels)))
+                if not bad:
+                    self.graph[fp] = []
+        for level in range(manifest["levels"] + 1):
+            edges = ckpt.edges_path(level)
+            for fp, action, succ in _read(spark, edges, f"the edges out of level {level}").collect():
+                self.graph[fp].append((load_action(bytes(action)), succ))
+
+    def path_to(self, fp: int) -> tuple[list, list]:
+        actions = []
+        while True:
+            parent, action = self.parents[fp]
+            if parent is None:
+                break
+            actions.append(action)
+            fp = parent
+        actions.reverse()
+        state = self.init_by_fp[fp]
+        states = [state]
+        for a in actions:
+            state = self.model.next_state(state, a)
+            states.append(state)
+        return states, actions
+
+
+def check_liveness_on_disk(explorer, manifest: dict):
+    """(property, lasso or None, states that can never reach the goal) per liveness property."""
+    view = DiskGraph(explorer, manifest)
+    for prop in explorer.model.liveness:
+        lasso, unreachable = check_liveness(view, prop)
+        yield prop, lasso, unreachable

@@ -1,0 +1,92 @@
+"""Starting Spark: the embedded ``local[*]`` default, a standalone ``spark://`` master,
+or the session ``spark-submit`` made. A master that cannot be reached, or that
+runs no job, is a one-line error within a bounded time."""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from pulsar_verify.model import UsageError
+
+CONNECT_SECONDS = 5.0
+FIRST_JOB_SECONDS = 60.0
+
+
+def check_reachable(master: str, timeout: float = CONNECT_SECONDS) -> None:
+    """Every host:port of a ``spark://`` URL must accept a TCP connection within ``timeout``."""
+    if not master.startswith("spark://"):
+        return
+    for hostport in master[len("spark://"):].split(","):
+        host, sep, port = hostport.rpartition(":")
+        if not sep or not port.isdigit():
+            raise UsageError(f"bad Spark master URL {master!r} (expected spark://HOST:PORT)")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+        except OSError as exc:
+            raise UsageError(f"cannot reach Spark master {master}: {exc.strerror or exc} "
+                             f"(waited at most {timeout:.0f} s)") from None
+
+
+def _first_job(sc, master: str, timeout: float) -> None:
+    """A standalone master may accept connections yet have no worker: the first job then
+    waits forever. Run a trivial one and give up after ``timeout`` seconds."""
+    done: list = []
+    thread = threading.Thread(target=lambda: done.append(sc.parallelize([0], 1).count()), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not done:
+        sc.cancelAllJobs()
+        sc.stop()
+        raise UsageError(f"Spark master {master} ran no job within {timeout:.0f} s "
+                         f"(no worker registered, or none with free cores)")
+
+
+def spark_session(master: str, app: str = "pulsar-verify", log_path: Path | None = None,
+                  conf_pairs: dict | None = None, first_job_seconds: float = FIRST_JOB_SECONDS):
+    """A SparkSession whose JVM writes its own log to ``log_path`` (default: a temporary
+    file), so the terminal shows pulsar-verify's output only. Under ``spark-submit`` the
+    session it configured is used as it is."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    if os.environ.get("PYSPARK_GATEWAY_PORT") and SparkContext._active_spark_context is None:
+        return SparkSession.builder.appName(app).getOrCreate()  # spark-submit's JVM and conf
+    active = SparkContext._active_spark_context
+    if active is not None and (active.master == master or os.environ.get("PYSPARK_GATEWAY_PORT")):
+        return SparkSession(active)
+    check_reachable(master)
+    if active is not None:
+        active.stop()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"
+    conf = (SparkConf().setMaster(master).setAppName(app)
+            .set("spark.ui.enabled", "false")
+            .set("spark.ui.showConsoleProgress", "false")
+            .set("spark.driver.host", "127.0.0.1")
+            .set("spark.driver.bindAddress", "127.0.0.1")
+            .set("spark.driver.extraJavaOptions", log4j)
+            .set("spark.executor.extraJavaOptions", log4j)
+            .set("spark.sql.parquet.compression.codec", "zstd"))
+    for key, value in (conf_pairs or {}).items():
+        conf.set(key, value)
+    if log_path is None:
+        log_path = Path(tempfile.gettempdir()) / "pulsar-verify-spark.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(log_path, "ab") as log:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        sc = SparkContext(conf=conf, gateway=gateway)
+    except Exception as exc:  # pyspark raises plain Exceptions for a JVM that cannot start
+        raise UsageError(f"cannot start Spark with master {master}: {str(exc).splitlines()[0]} "
+                         f"(JVM log: {log_path})") from None
+    sc.setLogLevel("ERROR")
+    if master.startswith("spark://"):
+        _first_job(sc, master, first_job_seconds)
+    return SparkSession(sc)
