@@ -25,12 +25,12 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _settings(pairs: list[str]) -> dict[str, str]:
+def _settings(pairs: list[str], option: str = "--set") -> dict[str, str]:
     out = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise UsageError(f"--set expects key=value, got {pair!r}")
+            raise UsageError(f"{option} expects key=value, got {pair!r}")
         out[key.strip()] = value.strip()
     return out
 
@@ -61,10 +61,12 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-depth", type=_positive)
     ex.add_argument("--max-states", type=_positive)
     ex.add_argument("--engine", choices=("local", "spark"), default="local")
-    ex.add_argument("--master", default="local[*]", help="Spark master (engine spark)")
+    ex.add_argument("--master", default="local[*]", help="engine spark: local[N] (default local[*], embedded) "
+                    "or spark://HOST:PORT; under spark-submit, the master it was given")
     ex.add_argument("--out", type=Path, help="output directory (default out/MODEL/VARIANT/BOUNDS); the Spark "
                     "engine keeps its checkpoint in OUT/spark and continues from it when run again")
     ex.add_argument("--fresh", action="store_true", help="engine spark: discard the checkpoint in OUT first")
+    ex.add_argument("--conf", action="append", metavar="KEY=VALUE", help="engine spark: a Spark setting")
     ex.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
     ex.add_argument("--json", action="store_true", help="print the summary as JSON")
     ex.add_argument("--quiet", action="store_true", help="no progress display")
@@ -124,11 +126,14 @@ def cmd_list(args) -> int:
 
 
 def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False,
-                    master="local[*]", progress=None, out: Path | None = None, fresh=False) -> Result:
+                    master="local[*]", progress=None, out: Path | None = None, fresh=False,
+                    conf: dict | None = None) -> Result:
     if engine == "spark":
         from spark_checks.bfs import explore_spark
+        from spark_checks.session import spark_session
         return explore_spark(model, max_depth=max_depth, max_states=max_states, master=master,
-                             progress=progress, out=out, fresh=fresh, stop_at_first=stop_at_first)
+                             progress=progress, out=out, fresh=fresh, stop_at_first=stop_at_first,
+                             spark=spark_session(master, conf_pairs=conf))
     result, _ = explore(model, max_depth=max_depth, max_states=max_states, stop_at_first=stop_at_first,
                         progress=progress)
     return result
@@ -148,7 +153,7 @@ def cmd_explore(args) -> int:
         print(f"exploring {model.name} [{model.config!r}] engine={args.engine}", file=sys.stderr)
     result = run_exploration(model, args.engine, max_depth=args.max_depth, max_states=args.max_states,
                              stop_at_first=args.stop_at_first, master=args.master, progress=progress, out=out,
-                             fresh=args.fresh)
+                             fresh=args.fresh, conf=_settings(args.conf, "--conf"))
     if progress:
         sys.stderr.write("\n")
     write_violations(model, result, out)

@@ -406,7 +406,7 @@ class SparkExplorer:
 
     def _result(self, manifest: dict, complete: bool) -> Result:
         model = self.model
-        result = Result(model.name, model.config.variant, model.config.as_dict(), engine=f"spark[{self.master}]")
+        result = Result(model.name, model.config.variant, model.config.as_dict(), engine=f"spark[{self.sc.master}]")
         wanted = {fp: level for _, level, fp, _ in manifest["violated"]}
         paths = self._paths(wanted)
         violations = []
