@@ -71,6 +71,20 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--json", action="store_true", help="print the summary as JSON")
     ex.add_argument("--quiet", action="store_true", help="no progress display")
 
+    sw = sub.add_parser("swarm", help="many seeded random walks, for bounds beyond exhaustive search")
+    sw.add_argument("model")
+    sw.add_argument("--variant", default="as-written")
+    sw.add_argument("--bounds", default="default", metavar="PRESET", help="a named bound set (see list)")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="a bound or fault switch")
+    sw.add_argument("--walks", type=_positive, default=1000)
+    sw.add_argument("--steps", type=_positive, default=200, help="the longest walk")
+    sw.add_argument("--seed", type=int, default=0, help="the swarm's seed: walk i uses a seed derived from it")
+    sw.add_argument("--engine", choices=("local", "spark"), default="local")
+    sw.add_argument("--master", default="local[*]")
+    sw.add_argument("--conf", action="append", metavar="KEY=VALUE", help="engine spark: a Spark setting")
+    sw.add_argument("--out", type=Path, help="output directory (default out/swarm/MODEL/VARIANT/BOUNDS)")
+    sw.add_argument("--json", action="store_true", help="print the summary as JSON")
+
     rp = sub.add_parser("replay", help="re-execute an ITF counterexample and re-check its property")
     rp.add_argument("file", type=Path)
     rp.add_argument("--variant", help="try the file's actions against another variant (does a fix kill it?)")
@@ -187,6 +201,36 @@ def human_summary(model, r: Result) -> str:
         lines.append(render_trace(v.states, v.actions, v.loop))
         lines.append(f"  counterexample: {path}\n  replay: pulsar-verify replay {path}")
     return "\n".join(lines)
+
+
+def cmd_swarm(args) -> int:
+    from spark_checks.swarm import swarm
+    model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds)
+    out = args.out or DEFAULT_OUT / "swarm" / model.name / model.config.variant / args.bounds
+    spark = None
+    if args.engine == "spark":
+        from spark_checks.session import spark_session
+        spark = spark_session(args.master, conf_pairs=_settings(args.conf, "--conf"))
+    result = swarm(model, walks=args.walks, steps=args.steps, seed=args.seed, engine=args.engine,
+                   master=args.master, spark=spark)
+    for v in result.violations:
+        info = {**v.as_dict(), "walk_seed": result.seeds[v.prop.id], "swarm_seed": args.seed}
+        result.trace_files.append(write_trace(out / f"{v.prop.id}.itf.json", trace_document(model, v.states,
+                                                                                            v.actions, info)))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(result.summary(), indent=2) + "\n")
+    if args.json:
+        print(json.dumps(result.summary(), indent=2))
+    else:
+        print(f"{model.name} variant {model.config.variant}: {result.walks:,} walks of at most {result.steps} "
+              f"steps (seed {result.seed}, engine {result.engine}): {result.total_steps:,} steps in "
+              f"{result.seconds:.2f}s")
+        for v, path in zip(result.violations, result.trace_files):
+            print(f"  VIOLATED {v.prop.id} in {v.length} steps (walk seed {result.seeds[v.prop.id]}): "
+                  f"pulsar-verify replay {path}")
+        if not result.violations:
+            print("  no walk broke a property")
+    return 1 if result.violations else 0
 
 
 def cmd_replay(args) -> int:
@@ -312,7 +356,7 @@ def sealed_comparison(rows) -> list[str]:
             f"| v4-txn (in-stream markers) | {cells['v4-txn']} |", f"| pip-473 (metadata-driven) | {cells['pip-473']} |"]
 
 
-COMMANDS = {"list": cmd_list, "explore": cmd_explore, "replay": cmd_replay, "prove": cmd_prove,
+COMMANDS = {"list": cmd_list, "explore": cmd_explore, "swarm": cmd_swarm, "replay": cmd_replay, "prove": cmd_prove,
             "review": cmd_review}
 
 
