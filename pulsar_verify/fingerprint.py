@@ -1,15 +1,22 @@
-"""Stable state fingerprints.
+"""Stable state fingerprints, and the state encoding they hash.
 
-A state is turned into a canonical tree of ints, strs, bools, None and tuples
-(attrs values become ``(class name, field...)``, frozensets become sorted
-tuples, ``FrozenMap`` its sorted pairs), serialised with ``marshal`` format 2
-(which, unlike formats 3+, writes no back-references that depend on reference
-counts) and hashed with BLAKE2b. The result is identical across processes,
-``PYTHONHASHSEED`` values and machines of the same byte order: Python's salted
-``hash()`` is never used.
+A state is turned into a canonical tree of ints, strs, bools, None, tuples and
+lists: an attrs value becomes ``["module:Class", field...]``, a frozenset
+``["#set", item...]`` sorted, a ``FrozenMap`` ``["#map", (key, value)...]``; a
+list is never anything else, so the tree decodes back to the state. The tree
+is serialised with ``marshal`` format 2 (which, unlike formats 3+, writes no
+back-references that depend on reference counts) and hashed with BLAKE2b. The
+result is identical across processes, ``PYTHONHASHSEED`` values and machines of
+the same byte order: Python's salted ``hash()`` is never used.
+
+The bytes are also how states travel between Spark processes (``encode`` /
+``decode``): encoding is a by-product of fingerprinting, and decoding fills the
+canonical-form memo, so the successors of a decoded state are fingerprinted as
+cheaply as in the process that found it.
 """
 from __future__ import annotations
 
+import importlib
 import marshal
 import operator
 from hashlib import blake2b
@@ -21,6 +28,7 @@ from .values import FrozenMap
 
 _PRIMITIVE = frozenset({int, str, bool, type(None), bytes, float})
 _converters: dict[type, Any] = {}
+_classes: dict[str, type] = {}  # "module:Class" -> class, for decoding
 # Canonical forms of immutable containers, by identity. Successor states share most of
 # their sub-values with their parent, so most lookups hit. Each entry keeps its object
 # alive, so an id is never reused while cached; the cache is bounded.
@@ -39,26 +47,30 @@ def _canon_set(v):
         items.sort()
     except TypeError:  # mixed element types: order by their canonical bytes
         items.sort(key=lambda x: marshal.dumps(x, 2))
-    return ("#set", tuple(items))
+    return ["#set", *items]
 
 
 def _canon_map(v):
-    return ("#map", tuple([(canon(k), canon(x)) for k, x in v.items()]))
+    return ["#map", *[(canon(k), canon(x)) for k, x in v.items()]]
 
 
 def _attrs_converter(cls):
     """All fields read at once (``attrgetter``, in C); when they are all primitives (one C-level
     set test) the tuple is used as it is, else each non-primitive field is converted."""
-    names = [f.name for f in attrs.fields(cls)]
-    get = operator.attrgetter(*names) if len(names) > 1 else (lambda s: (getattr(s, names[0]),))
-    tag = (cls.__qualname__,)
+    fields = attrs.fields(cls)
+    if not all(f.init for f in fields):
+        raise TypeError(f"cannot fingerprint {cls.__qualname__}: every field must be an __init__ argument")
+    names = [f.name for f in fields]
+    get = operator.attrgetter(*names) if len(names) > 1 else (lambda s: tuple(getattr(s, n) for n in names))
+    tag = f"{cls.__module__}:{cls.__qualname__}"
+    _classes[tag] = cls
     prim = _PRIMITIVE
 
     def conv(s):
         values = get(s)
         if prim.issuperset(map(type, values)):
-            return tag + values
-        return tag + tuple([x if type(x) in prim else canon(x) for x in values])
+            return [tag, *values]
+        return [tag, *[x if type(x) in prim else canon(x) for x in values]]
     return conv
 
 
@@ -112,3 +124,53 @@ def fingerprint(state) -> int:
     """A 64-bit signed fingerprint (fits a Parquet/Spark LongType)."""
     return int.from_bytes(blake2b(marshal.dumps(_canon_top(state), 2), digest_size=8).digest(),
                           "little", signed=True)
+
+
+def fingerprint_encoded(state) -> tuple[int, bytes]:
+    """The fingerprint and the encoding it hashes, from one canonicalisation."""
+    data = marshal.dumps(_canon_top(state), 2)
+    return int.from_bytes(blake2b(data, digest_size=8).digest(), "little", signed=True), data
+
+
+def _class(tag: str) -> type:
+    cls = _classes.get(tag)
+    if cls is None:
+        module, _, qualname = tag.partition(":")
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        cls = _classes[tag] = obj
+    return cls
+
+
+def _build(node):
+    """The value of a canonical tree; each non-primitive part is memoised with its tree."""
+    t = type(node)
+    if t is tuple:
+        parts = [x if type(x) in _PRIMITIVE else _build(x) for x in node]
+        value = node if all(a is b for a, b in zip(parts, node)) else tuple(parts)
+    elif t is list:
+        tag = node[0]
+        if tag == "#set":
+            value = frozenset([x if type(x) in _PRIMITIVE else _build(x) for x in node[1:]])
+        elif tag == "#map":
+            value = FrozenMap._sorted([_build(pair) for pair in node[1:]])
+        else:
+            value = _class(tag)(*[x if type(x) in _PRIMITIVE else _build(x) for x in node[1:]])
+    else:
+        return node
+    if len(_memo) >= _MEMO_LIMIT:
+        _memo.clear()
+    _memo[id(value)] = (value, node)
+    return value
+
+
+def decode(data: bytes):
+    """The state ``encode`` (or ``fingerprint_encoded``) wrote."""
+    node = marshal.loads(data)
+    t = type(node)
+    if t is list:
+        tag = node[0]
+        if tag not in ("#set", "#map"):  # the top-level state: not memoised, as in ``_canon_top``
+            return _class(tag)(*[x if type(x) in _PRIMITIVE else _build(x) for x in node[1:]])
+    return _build(node)

@@ -3,46 +3,44 @@
 The frontier and the visited set are RDDs partitioned by fingerprint (the
 fingerprint is the partition number's hash: never ``portable_hash``). The
 executors build the same model from the registry as the in-process explorer
-(one source of truth). Each level runs in three steps:
+(one source of truth). Each level is two steps:
 
-1. **expand**: each frontier partition computes its states' successors and
-   sends on only ``(fingerprint, parent, action)``; action properties and
-   deadlocks are checked here, where the parent, action and successor meet.
-2. **dedupe**: the small records are shuffled by fingerprint, one parent kept
-   per fingerprint (the smallest ``(parent, action)``, so runs are
-   deterministic), and each visited partition (one set of fingerprints) removes
-   what it already holds, in the same pass that adds the new fingerprints.
-3. **materialise**: the new fingerprints go back to their parents' partitions,
-   which rebuild each new state with ``next_state`` (one per new state, not one
-   per transition), check the invariants, and send the state on to its own
-   partition as the next frontier.
+1. **expand**: each frontier partition decodes its states, computes their
+   successors, checks action properties and deadlocks (where parent, action and
+   successor meet), and keeps one record per distinct successor: the smallest
+   ``(parent, action)`` reaching it (so runs are deterministic), its encoding
+   (the bytes its fingerprint hashed: no extra serialisation), the invariants
+   it breaks and its liveness labels.
+2. **dedupe**: the records are shuffled by fingerprint; each visited partition
+   (one set of fingerprints) keeps the smallest record per fingerprint, drops
+   what it already holds, and grows in the same pass. The new states are the
+   next frontier, already on their own partition.
 
 A violating state is not expanded further, as in-process. Counts, depth,
-coverage, verdicts and counterexample lengths equal the in-process
-explorer's; each level is checkpointed (``checkpoint.py``) so an interrupted
-run continues where it stopped; ``(fingerprint, parent, action)`` links on
-disk rebuild the shortest counterexamples; for liveness properties every
-transition is written too, and the in-process liveness check runs on that
-graph.
+coverage, verdicts and counterexample lengths equal the in-process explorer's;
+each level is checkpointed (``checkpoint.py``) so an interrupted run continues
+where it stopped; ``(fingerprint, parent, action)`` links on disk rebuild the
+shortest counterexamples; for liveness properties every transition is written
+too, and the in-process liveness check runs on that graph (``graph.py``).
 """
 from __future__ import annotations
 
+import gc
 import json
 import marshal
 import shutil
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 from pulsar_verify import registry
 from pulsar_verify.explorer import DEADLOCK, Result, Violation, peak_rss_mb
-from pulsar_verify.fingerprint import canon, fingerprint
+from pulsar_verify.fingerprint import decode, encode, fingerprint, fingerprint_encoded
 from pulsar_verify.itf import trace_document
-from pulsar_verify.model import Model, UsageError
+from pulsar_verify.model import Action, Model, UsageError
 
 from .checkpoint import Checkpoint
-from .codec import dump_action, dump_state, load_action, load_state
 from .session import spark_session
 
 _models: dict = {}
@@ -72,91 +70,108 @@ def by_fingerprint(fp: int) -> int:
     return fp
 
 
-def _pick(a, b):
-    return a if (a[0], a[1]) <= (b[0], b[1]) else b
+def dump_action(action: Action) -> bytes:
+    """Actions are plain data (a label and primitive parameters): ``marshal`` is stable and
+    executes no code when read back."""
+    return marshal.dumps((action.name, action.params), 2)
 
 
-# -- the three steps, run on the executors -----------------------------------------------------
+def load_action(blob: bytes) -> Action:
+    name, params = marshal.loads(blob)
+    return Action(name, params)
+
+
+# -- the two steps, run on the executors --------------------------------------------------------
+def _without_gc(fn):
+    """Run a partition function with the cyclic collector paused, as the in-process explorer
+    does: states are acyclic, and the collector's rescans of the live states and the
+    fingerprint memo cost several times the model's own work."""
+    def run(*args):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield from fn(*args)
+        finally:
+            if enabled:
+                gc.enable()
+    run.__name__, run.__doc__ = fn.__name__, fn.__doc__
+    return run
+
+
+@_without_gc
 def _expand(spec, graph, rows):
-    """Successors of a partition's states as ("S", succ fp, (fp, action)); transitions as
-    ("E", fp, action bytes, succ fp) when the graph is kept; then one ("T", stats) record."""
+    """A frontier partition's successors, one record per distinct one:
+    (fp, ("S", parent, action bytes, encoding, broken invariants, labels)); transitions as
+    (fp, ("E", action bytes, succ fp)) when the graph is kept; then (0, ("T", stats))."""
     model = _model(spec)
     symmetric = _symmetric(model)
     action_props = model.action_properties
+    invariants = model.invariants
     transitions = 0
     coverage: Counter = Counter()
     deadlocks, action_bad = [], []
+    best: dict = {}
     for fp, blob in rows:
-        s = load_state(blob)
-        canon(s)  # memoises the parent's sub-values, which its successors share: as in-process
+        s = decode(blob)
         succ = model.successors(s)
         if not succ and not model.is_terminal(s):
             deadlocks.append(fp)
         for a, t in succ:
             transitions += 1
             coverage[a.name] += 1
+            key = dump_action(a)
             for prop in action_props:
                 if not prop.check(model, s, a, t):
-                    action_bad.append((prop.id, fp, dump_action(a)))
-            tf = fingerprint(model.canonicalize(t) if symmetric else t)
-            key = dump_action(a)
-            yield "S", tf, (fp, key)
+                    action_bad.append((prop.id, fp, key))
+            if symmetric:
+                tf, data = fingerprint(model.canonicalize(t)), encode(t)
+            else:
+                tf, data = fingerprint_encoded(t)
             if graph:
-                yield "E", fp, key, tf
-    yield "T", transitions, (dict(coverage), deadlocks, action_bad)
+                yield fp, ("E", key, tf)
+            known = best.get(tf)
+            if known is None:
+                broken = tuple(p.id for p in invariants if not p.check(model, t))
+                best[tf] = ("S", fp, key, data, broken, _labels(model, t))
+            elif (fp, key) < (known[1], known[2]):
+                best[tf] = ("S", fp, key, data, known[4], known[5])
+    yield from best.items()
+    yield 0, ("T", transitions, dict(coverage), deadlocks, action_bad)
 
 
+@_without_gc
 def _dedupe(rows):
-    """One partition of ``visited`` (a set of fingerprints) with the level's candidates for
-    it: the candidates not visited as ("N", fp, (parent, action)), then the grown set as ("V", set)."""
+    """One partition of ``visited`` (None, set of fingerprints) with the records shuffled to it:
+    the smallest record of each fingerprint not visited as ("N", fp, record), the grown set as
+    (None, set), transitions and stats passed on, then ("C", new count, [(fp, broken)])."""
     seen: set = set()
-    fresh = []
+    best: dict = {}
     for key, value in rows:
         if key is None:
             seen = value
+        elif value[0] == "S":
+            known = best.get(key)
+            if known is None or (value[1], value[2]) < (known[1], known[2]):
+                best[key] = value
+        elif value[0] == "E":
+            yield "E", key, value[1], value[2]
         else:
-            fresh.append((key, value))
+            yield value
     grown = set(seen)
-    for fp, link in fresh:
+    found = []
+    for fp, record in best.items():
         if fp not in seen:
             grown.add(fp)
-            yield "N", fp, link
+            if record[4]:
+                found.append((fp, record[4]))
+            yield "N", fp, record
     yield None, grown
-
-
-def _materialise(spec, rows):
-    """One frontier partition (fp, state bytes) with the new states whose parent it holds
-    (parent fp, (fp, action)): each new state rebuilt, checked, and sent on as
-    (fp, (state bytes, broken invariants, parent, action, labels))."""
-    model = _model(spec)
-    invariants = model.invariants
-    blobs, children = {}, defaultdict(list)
-    for key, value in rows:
-        if type(value) is bytes:
-            blobs[key] = value
-        else:
-            children[key].append(value)
-    for parent, kids in children.items():
-        s = load_state(blobs[parent])
-        for fp, action in kids:
-            t = model.next_state(s, load_action(action))
-            broken = tuple(p.id for p in invariants if not p.check(model, t))
-            yield fp, (dump_state(t), broken, parent, action, _labels(model, t))
-
-
-def _summary(rows):
-    """("C", number of new states, [(fp, broken invariants)] of those that broke one)."""
-    count, found = 0, []
-    for fp, value in rows:
-        count += 1
-        if value[1]:
-            found.append((fp, value[1]))
-    yield "C", count, found
+    yield "C", len(grown) - len(seen), found
 
 
 def _link_row(row):
-    fp, (blob, broken, parent, action, labels) = row
-    return fp, parent, action, labels, bool(broken), None if broken else blob
+    _, fp, (_, parent, action, data, broken, labels) = row
+    return fp, parent, action, labels, bool(broken), None if broken else data
 
 
 # -- Parquet -------------------------------------------------------------------------------------
@@ -194,7 +209,7 @@ def _count(df, path: Path, what: str) -> int:
 class SparkExplorer:
     def __init__(self, model: Model, *, master="local[*]", out: Path | None = None, fresh=False,
                  max_depth=None, max_states=None, stop_at_first=False, progress=None, graph=None,
-                 spark=None):
+                 spark=None, partitions: int | None = None):
         self.model = model
         self.master = master
         self.max_depth = max_depth
@@ -211,7 +226,9 @@ class SparkExplorer:
         self.ckpt = Checkpoint(self.out / "spark")
         self.fresh = fresh
         self.spec = (model.name, model.config.variant, tuple(sorted(model.config.as_dict().items())))
-        self.parts = max(2, self.sc.defaultParallelism)
+        self.parts = partitions or max(2, self.sc.defaultParallelism)
+        from pyspark import StorageLevel
+        self.storage = StorageLevel.MEMORY_AND_DISK
         self.identity = {"model": model.name, "variant": model.config.variant,
                          "config": json.loads(json.dumps(model.config.as_dict())), "graph": self.graph}
         self.init_by_fp: dict[int, object] = {}
@@ -228,7 +245,7 @@ class SparkExplorer:
             self.init_by_fp[fp] = s
             broken = [p.id for p in model.invariants if not p.check(model, s)]
             violated += [[pid, 0, fp, None] for pid in broken]
-            rows.append((fp, None, None, _labels(model, s), bool(broken), None if broken else dump_state(s)))
+            rows.append((fp, None, None, _labels(model, s), bool(broken), None if broken else encode(s)))
         self.ckpt.partial_dir(0).mkdir(parents=True, exist_ok=True)
         _write(self.spark, self.sc.parallelize(rows, 1), _schemas()[0], self.ckpt.partial_dir(0) / "links.parquet")
         self.ckpt.commit(0)
@@ -265,9 +282,9 @@ class SparkExplorer:
             last = df
         visited = (fps.rdd.map(lambda r: (r[0], None)).partitionBy(self.parts, by_fingerprint)
                    .mapPartitions(lambda rows: [(None, {fp for fp, _ in rows})], preservesPartitioning=True)
-                   .persist())
+                   .persist(self.storage))
         frontier = (last.where("NOT bad").select("fp", "state").rdd.map(lambda r: (r[0], bytes(r[1])))
-                    .partitionBy(self.parts, by_fingerprint).persist())
+                    .partitionBy(self.parts, by_fingerprint).persist(self.storage))
         return visited, frontier
 
     # -- one level -------------------------------------------------------------------------------
@@ -277,28 +294,23 @@ class SparkExplorer:
         partial.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
 
-        expanded = frontier.mapPartitions(lambda rows: _expand(spec, graph, rows)).persist()
-        best = (expanded.filter(lambda r: r[0] == "S").map(lambda r: (r[1], r[2]))
-                .reduceByKey(_pick, parts, by_fingerprint))
+        shuffled = (frontier.mapPartitions(lambda rows: _expand(spec, graph, rows))
+                    .partitionBy(parts, by_fingerprint))
         # Co-partitioned with ``visited``: the union lines up partition by partition, no shuffle.
-        deduped = visited.union(best).mapPartitions(_dedupe, preservesPartitioning=True).persist()
-        to_parents = (deduped.filter(lambda r: r[0] == "N").map(lambda r: (r[2][0], (r[1], r[2][1])))
-                      .partitionBy(parts, by_fingerprint))
-        children = (frontier.union(to_parents).mapPartitions(lambda rows: _materialise(spec, rows))
-                    .persist())
-        # One job for every figure of the level: the expansion's and the new states'.
-        summary = (expanded.filter(lambda r: r[0] == "T").map(lambda r: ("T", r[1], r[2]))
-                   .union(children.mapPartitions(_summary)).collect())
-        _write(self.spark, children.map(_link_row), _schemas()[0], partial / "links.parquet")
+        deduped = (visited.union(shuffled).mapPartitions(_dedupe, preservesPartitioning=True)
+                   .persist(self.storage))
+        # One job for every figure of the level; the files and the next level read the cache.
+        summary = deduped.filter(lambda r: r[0] in ("T", "C")).collect()
+        new = deduped.filter(lambda r: r[0] == "N")
+        _write(self.spark, new.map(_link_row), _schemas()[0], partial / "links.parquet")
         if graph:
-            _write(self.spark, expanded.filter(lambda r: r[0] == "E").map(lambda r: (r[1], r[2], r[3])),
-                   _schemas()[1], self.ckpt.edges_path(depth))
-        next_frontier = (children.filter(lambda r: not r[1][1]).map(lambda r: (r[0], r[1][0]))
-                         .partitionBy(parts, by_fingerprint).persist())
-        new_visited = deduped.filter(lambda r: r[0] is None)
+            _write(self.spark, deduped.filter(lambda r: r[0] == "E").map(lambda r: r[1:]), _schemas()[1],
+                   self.ckpt.edges_path(depth))
+        next_frontier = new.filter(lambda r: not r[2][4]).map(lambda r: (r[1], r[2][3]), preservesPartitioning=True)
+        next_visited = deduped.filter(lambda r: r[0] is None)
         if (depth + 1) % 16 == 0:  # cut the lineage that grows by one union per level
-            new_visited.persist()
-            new_visited.localCheckpoint()
+            next_visited = next_visited.persist(self.storage)
+            next_visited.localCheckpoint()
 
         transitions, count, coverage = 0, 0, Counter(manifest["coverage"])
         violated = manifest["violated"]
@@ -310,13 +322,13 @@ class SparkExplorer:
                 violated.append([pid, level, fp, action])
 
         found = []
-        for kind, number, detail in summary:
-            if kind == "C":
-                count += number
-                found += detail
+        for record in summary:
+            if record[0] == "C":
+                count += record[1]
+                found += record[2]
                 continue
-            cov, deadlocks, action_bad = detail
-            transitions += number
+            _, part_transitions, cov, deadlocks, action_bad = record
+            transitions += part_transitions
             coverage.update(cov)
             if deadlocks:
                 note(DEADLOCK.id, depth, min(deadlocks))
@@ -335,7 +347,7 @@ class SparkExplorer:
                     "transitions": manifest["transitions"] + transitions, "coverage": dict(coverage),
                     "violated": violated, "stats": manifest["stats"] + [stats],
                     "seconds": manifest["seconds"] + seconds, "done": count == 0}
-        return manifest, new_visited, next_frontier, [expanded, children, deduped], partial
+        return manifest, next_visited, next_frontier, deduped, partial
 
     def run(self) -> Result:
         wall = time.perf_counter()
@@ -352,17 +364,17 @@ class SparkExplorer:
                     or (self.max_states is not None and sum(manifest["level_sizes"]) >= self.max_states)):
                 complete = False
                 break
-            manifest, visited_next, frontier_next, level_rdds, partial = self._level(
+            manifest, visited_next, frontier_next, deduped, partial = self._level(
                 depth, visited, frontier, manifest)
             if manifest["done"]:
                 shutil.rmtree(partial)
             else:
                 self.ckpt.commit(depth + 1)
             self.ckpt.save(manifest)
-            for rdd in held + level_rdds[:2]:
+            for rdd in held:  # the next level reads only this level's cache
                 rdd.unpersist()
             visited, frontier = visited_next, frontier_next
-            held = [level_rdds[2], frontier]
+            held = [deduped, visited]
             if self.progress is not None:
                 total = sum(manifest["level_sizes"])
                 self.progress({"depth": manifest["levels"], "states": total, "frontier": manifest["frontier_size"],

@@ -11,14 +11,12 @@ import marshal
 
 from pulsar_verify.liveness import check_liveness
 
-from .codec import load_action
-
 
 class DiskGraph:
     """What ``check_liveness`` reads from an explorer: model, graph, labels, path_to."""
 
     def __init__(self, explorer, manifest: dict):
-        from .bfs import _read
+        from .bfs import _read, load_action
         self.model = explorer.model
         self.init_by_fp = explorer.init_by_fp
         self.parents: dict = {}

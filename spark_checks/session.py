@@ -73,7 +73,8 @@ def spark_session(master: str, app: str = "pulsar-verify", log_path: Path | None
             .set("spark.driver.bindAddress", "127.0.0.1")
             .set("spark.driver.extraJavaOptions", log4j)
             .set("spark.executor.extraJavaOptions", log4j)
-            .set("spark.sql.parquet.compression.codec", "zstd"))
+            .set("spark.sql.parquet.compression.codec", "zstd")
+            .set("spark.driver.memory", "4g"))  # local mode: the executors' cache lives in the driver JVM
     for key, value in (conf_pairs or {}).items():
         conf.set(key, value)
     if log_path is None:
