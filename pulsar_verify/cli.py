@@ -67,6 +67,8 @@ def parser() -> argparse.ArgumentParser:
                     "engine keeps its checkpoint in OUT/spark and continues from it when run again")
     ex.add_argument("--fresh", action="store_true", help="engine spark: discard the checkpoint in OUT first")
     ex.add_argument("--conf", action="append", metavar="KEY=VALUE", help="engine spark: a Spark setting")
+    ex.add_argument("--partitions", type=_positive, help="engine spark: partitions of the frontier and visited "
+                    "set (default: the master's parallelism; more for runs of millions of states)")
     ex.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
     ex.add_argument("--json", action="store_true", help="print the summary as JSON")
     ex.add_argument("--quiet", action="store_true", help="no progress display")
@@ -141,13 +143,13 @@ def cmd_list(args) -> int:
 
 def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False,
                     master="local[*]", progress=None, out: Path | None = None, fresh=False,
-                    conf: dict | None = None) -> Result:
+                    conf: dict | None = None, partitions: int | None = None) -> Result:
     if engine == "spark":
         from spark_checks.bfs import explore_spark
         from spark_checks.session import spark_session
         return explore_spark(model, max_depth=max_depth, max_states=max_states, master=master,
                              progress=progress, out=out, fresh=fresh, stop_at_first=stop_at_first,
-                             spark=spark_session(master, conf_pairs=conf))
+                             spark=spark_session(master, conf_pairs=conf), partitions=partitions)
     result, _ = explore(model, max_depth=max_depth, max_states=max_states, stop_at_first=stop_at_first,
                         progress=progress)
     return result
@@ -167,7 +169,7 @@ def cmd_explore(args) -> int:
         print(f"exploring {model.name} [{model.config!r}] engine={args.engine}", file=sys.stderr)
     result = run_exploration(model, args.engine, max_depth=args.max_depth, max_states=args.max_states,
                              stop_at_first=args.stop_at_first, master=args.master, progress=progress, out=out,
-                             fresh=args.fresh, conf=_settings(args.conf, "--conf"))
+                             fresh=args.fresh, conf=_settings(args.conf, "--conf"), partitions=args.partitions)
     if progress:
         sys.stderr.write("\n")
     write_violations(model, result, out)

@@ -1,0 +1,97 @@
+"""Spark scaling: distinct states/s in-process, on Spark local[1] and local[2], the speedup over
+in-process, and the per-level overhead (the median time of levels that find fewer than 100
+states: Spark's fixed cost per level, whatever the model). Each (case, engine) runs in its own
+process.
+
+    python bench/spark_scaling.py                                   # every model's largest configuration
+    python bench/spark_scaling.py --case pip-373/two-txns --engines local,local[2]
+    python bench/spark_scaling.py --nightly v4-txn/two-topics/off-segment-markers --engines local[2]
+
+A case is MODEL/BOUNDS[/VARIANT]; the variant defaults to the model's fix of every finding (a
+variant with violations stops expanding at its bad states, which would measure less work).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CASES = ["pip-473/two-segments", "v4-txn/two-topics/off-segment-markers", "pip-373/two-txns",
+         "pip-468/two-consumers-failover", "pip-477/cursor"]
+ENGINES = ["local", "local[1]", "local[2]"]
+
+
+def parse_case(case: str) -> tuple[str, str, str]:
+    name, bounds, *rest = case.split("/")
+    return name, bounds, rest[0] if rest else "all-fixes"
+
+
+def one(case: str, engine: str) -> dict:
+    from pulsar_verify import registry
+    from pulsar_verify.explorer import explore
+    name, bounds, variant = parse_case(case)
+    model = registry.build(name, variant, preset=bounds)
+    started = time.perf_counter()
+    if engine == "local":
+        result, _ = explore(model)
+        overhead = None
+    else:
+        from spark_checks.bfs import explore_spark
+        from spark_checks.session import spark_session
+        spark = spark_session(engine)
+        started = time.perf_counter()  # the JVM's start-up is not the search's
+        with tempfile.TemporaryDirectory(prefix="spark-scaling-") as out:
+            result = explore_spark(model, master=engine, out=Path(out), spark=spark,
+                                   progress=lambda i: print(f"  level {i['depth']:>3}: {i['states']:>12,} states, "
+                                                            f"{i['level_seconds']:.1f}s", file=sys.stderr, flush=True))
+        small = [s["seconds"] for s in result.level_stats if s["new"] < 100]
+        overhead = statistics.median(small) if small else None
+    seconds = time.perf_counter() - started
+    return {"case": case, "engine": engine, "states": result.distinct_states, "transitions": result.transitions,
+            "depth": result.depth, "seconds": round(seconds, 2), "rate": round(result.distinct_states / seconds, 1),
+            "level_overhead": overhead, "levels": len(result.level_sizes)}
+
+
+def run(case: str, engine: str) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--one", case, engine], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{case} on {engine} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--case", action="append", help="MODEL/BOUNDS[/VARIANT] (default: every model's largest)")
+    p.add_argument("--engines", default=",".join(ENGINES), help="comma-separated: local, local[N]")
+    p.add_argument("--nightly", metavar="CASE", help="one case, to completion, on each engine: the nightly run")
+    p.add_argument("--one", nargs=2, metavar=("CASE", "ENGINE"), help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.one:
+        print(json.dumps(one(*args.one)))
+        return
+    cases = [args.nightly] if args.nightly else (args.case or CASES)
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    print(f"{'case':<44} {'engine':<9} {'states':>12} {'levels':>6} {'seconds':>9} {'states/s':>9} "
+          f"{'vs in-process':>13} {'s/level':>8}")
+    for case in cases:
+        base = None
+        for engine in engines:
+            r = run(case, engine)
+            if engine == "local":
+                base = r["rate"]
+            ratio = f"{r['rate'] / base:.2f}x" if base and engine != "local" else "-"
+            overhead = f"{r['level_overhead']:.2f}" if r["level_overhead"] is not None else "-"
+            print(f"{case:<44} {engine:<9} {r['states']:>12,} {r['levels']:>6} {r['seconds']:>9.1f} "
+                  f"{r['rate']:>9,.0f} {ratio:>13} {overhead:>8}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
