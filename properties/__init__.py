@@ -1,1 +1,8 @@
-"""properties"""
+"""Z3 encodings of the protocol models and their proof obligations (``pulsar-verify prove``)."""
+from __future__ import annotations
+
+
+def registry() -> list:
+    """Every obligation, by model."""
+    from . import layout, pip477_registry
+    return [*layout.OBLIGATIONS, *pip477_registry.OBLIGATIONS]

@@ -91,8 +91,10 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("file", type=Path)
     rp.add_argument("--variant", help="try the file's actions against another variant (does a fix kill it?)")
 
-    pv = sub.add_parser("prove", help="Z3 proof obligations")
-    pv.add_argument("model", nargs="?")
+    pv = sub.add_parser("prove", help="Z3 proof obligations: proved, violated (with the counterexample) or unknown")
+    pv.add_argument("model", nargs="?", help="one model (default: every model with obligations)")
+    pv.add_argument("--variant", help="only the obligations about this variant (default: all)")
+    pv.add_argument("--json", action="store_true")
 
     rv = sub.add_parser("review", help="the design-review evidence run over every model")
     rv.add_argument("--out", type=Path, default=Path("review"))
@@ -243,10 +245,32 @@ def cmd_replay(args) -> int:
 
 
 def cmd_prove(args) -> int:
+    from properties import registry as obligations
+    from properties.obligations import PROVED
+    chosen = obligations()
     if args.model:
-        registry.model_class(args.model)
-    print("prove: no Z3 obligations are registered yet")
-    return 0
+        cls = registry.model_class(args.model)
+        chosen = [o for o in chosen if o.model == cls.name]
+        if args.variant:
+            registry.build(cls.name, args.variant)  # an unknown variant is a usage error
+    if args.variant:
+        chosen = [o for o in chosen if args.variant in o.variants]
+    if not chosen:
+        raise UsageError(f"no Z3 obligations for {args.model or 'any model'}"
+                         + (f" variant {args.variant}" if args.variant else ""))
+    rows = []
+    for o in chosen:
+        v = o.run()
+        rows.append({"model": o.model, "obligation": o.name, "variants": list(o.variants), "statement": o.statement,
+                     "section": o.section, "verdict": v.status, "seconds": round(v.seconds, 3), "detail": v.detail})
+        if not args.json:
+            print(f"{v.status.upper():<9} {o.model:<8} {o.name:<30} [{', '.join(o.variants)}] {v.seconds:6.2f}s  "
+                  f"{o.statement}", flush=True)
+            if v.detail:
+                print(f"          {v.detail}", flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    return 0 if all(r["verdict"] == PROVED for r in rows) else 1
 
 
 def cmd_review(args) -> int:

@@ -1,0 +1,165 @@
+"""Z3 obligations: their verdicts, their counterexamples, a broken encoding that fails, and
+agreement between each Z3 encoding and the Python model on states Hypothesis draws."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import z3
+from hypothesis import given, settings, strategies as st
+
+from models.pip468.assignment import round_robin
+from models.pip468.layout import LayoutError, SegmentLayout
+from properties import layout as zl, pip477_registry as zr, registry
+from properties.obligations import PROVED, VIOLATED
+from pulsar_verify import registry as models
+from pulsar_verify.explorer import explore
+
+from .helpers import cli
+
+
+def verdicts() -> dict:
+    return {(o.model, o.name, o.variants): o.run().status for o in registry()}
+
+
+def test_obligation_verdicts():
+    assert verdicts() == {
+        ("pip-468", "create-covers-each-hash-once", ("as-written",)): PROVED,
+        ("pip-468", "split-keeps-coverage", ("as-written",)): PROVED,
+        ("pip-468", "merge-keeps-coverage", ("as-written",)): PROVED,
+        ("pip-468", "round-robin-balanced", ("as-written",)): PROVED,
+        ("pip-477", "I12-inductive", ("as-written",)): VIOLATED,
+        ("pip-477", "I12-bounded", ("as-written",)): VIOLATED,
+        ("pip-477", "I12-inductive", ("single-cas-status-flip", "all-fixes")): PROVED,
+    }
+
+
+def test_the_i12_counterexample_is_the_explorers_finding():
+    cti = zr.inductive(False)
+    assert cti.status == VIOLATED and "--cleanup_status_old-->" in cti.detail
+    assert "old=ACTIVE" in cti.detail.split("--cleanup_status_old-->")[0]
+    run = zr.bounded(False)
+    assert run.detail.startswith("reachable in 5 registry steps") and run.detail.endswith(
+        "{old=DEPRECATED, new=STANDBY; directive=True; phase=cleanup; status CASes=1}")
+    finding = json.loads(open("findings/pip-477/index.json").read())
+    assert any(f["property"] == "I12" for f in finding)  # the explorer found it on the full model too
+
+
+def test_a_broken_encoding_fails_its_proof():
+    bad = zl.split_keeps_coverage(overflowing=True)  # a 16-bit (short) midpoint overflows
+    assert bad.status == VIOLATED and "split of [" in bad.detail
+    assert zr.bounded(True).status == PROVED
+
+
+def test_prove_cli_exit_codes():
+    r = cli("prove", "pip-468")
+    assert r.returncode == 0 and r.stdout.count("PROVED") == 4, r.stdout + r.stderr
+    r = cli("prove", "pip-477", "--variant", "as-written")
+    assert r.returncode == 1 and "counterexample to induction" in r.stdout
+    r = cli("prove", "pip-477", "--variant", "no-such-variant")
+    assert r.returncode == 2 and "unknown variant" in r.stderr
+    r = cli("prove", "no-such-model")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+# -- agreement with the Python models ---------------------------------------------------------------
+ops = st.lists(st.tuples(st.sampled_from(["split", "merge"]), st.integers(0, 63)), max_size=12)
+
+
+def build_layout(n, steps) -> SegmentLayout:
+    layout = SegmentLayout.create(n)
+    for kind, pick in steps:
+        active = layout.active_segments
+        try:
+            if kind == "split":
+                layout = layout.split(active[pick % len(active)].segment_id)
+            elif len(active) > 1:
+                lo, hi = active[pick % (len(active) - 1)], active[pick % (len(active) - 1) + 1]
+                layout = layout.merge(lo.segment_id, hi.segment_id)
+        except LayoutError:
+            pass
+    return layout
+
+
+def only_solution(relation, given_values, unknowns, expected) -> bool:
+    """The relation, with ``given_values`` fixed, admits ``expected`` for ``unknowns`` and nothing else."""
+    solver = z3.Solver()
+    solver.add(relation, *[x == val for x, val in given_values])
+    solver.push()
+    solver.add(*[x == val for x, val in zip(unknowns, expected)])
+    if solver.check() != z3.sat:
+        return False
+    solver.pop()
+    solver.add(z3.Or(*[x != val for x, val in zip(unknowns, expected)]))
+    return solver.check() == z3.unsat
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 8), ops)
+def test_layout_split_and_merge_formulas_agree_with_layout_py(n, steps):
+    layout = build_layout(n, steps)
+    s, e, a1, b1, a2, b2 = (zl.bv(x) for x in ("s", "e", "a1", "b1", "a2", "b2"))
+    active = layout.active_segments
+    for seg in active:
+        r = seg.hash_range
+        rel = zl.split_relation(s, e, ((a1, b1), (a2, b2)))
+        if r.size < 2:
+            solver = z3.Solver()
+            solver.add(rel, s == r.start, e == r.end)
+            assert solver.check() == z3.unsat
+            continue
+        after = layout.split(seg.segment_id)
+        kids = [after.segment(c).hash_range for c in after.segment(seg.segment_id).child_ids]
+        assert only_solution(rel, [(s, r.start), (e, r.end)], (a1, b1, a2, b2),
+                             (kids[0].start, kids[0].end, kids[1].start, kids[1].end))
+    m1, m2 = zl.bv("m1"), zl.bv("m2")
+    for lo, hi in zip(active, active[1:]):
+        merged = layout.merge(lo.segment_id, hi.segment_id)
+        r = merged.segment(merged.next_segment_id - 1).hash_range
+        rel = zl.merge_relation((s, e), (a1, b1), (m1, m2))
+        assert only_solution(rel, [(s, lo.hash_range.start), (e, lo.hash_range.end), (a1, hi.hash_range.start),
+                                   (b1, hi.hash_range.end)], (m1, m2), (r.start, r.end))
+    h = zl.bv("h")
+    for probe in (0, 0xFFFF, active[-1].hash_range.start):  # the coverage term agrees with findActiveSegment
+        count = z3.simplify(z3.substitute(z3.Sum([zl.inside(seg.hash_range.start, seg.hash_range.end, h)
+                                                  for seg in active]), (h, z3.BitVecVal(probe, 16))))
+        assert count.as_long() == 1 and layout.find_active_segment(probe).active
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 8), ops, st.integers(1, zl.CONSUMERS_MAX))
+def test_round_robin_formula_agrees_with_assignment_py(n, steps, consumers):
+    layout = build_layout(n, steps)
+    names = [f"c{i + 1}" for i in range(consumers)]
+    python = round_robin(layout, names)
+    loads = zl.round_robin_loads(z3.IntVal(len(layout.active_segments)), consumers)
+    assert [z3.simplify(x).as_long() for x in loads] == [len(python[name]) for name in sorted(names)]
+
+
+@lru_cache(maxsize=None)
+def transitions_of(variant: str, preset: str):
+    model = models.build("pip-477", variant, preset=preset)
+    _, ex = explore(model)
+    states = [ex.path_to(fp)[0][-1] for fp in sorted(ex.parents)[:4000]]
+    return model, states
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([("as-written", "cleanup"), ("as-written", "restart"), ("single-cas-status-flip", "cleanup"),
+                        ("as-written", "rollback")]), st.integers(0, 10**9))
+def test_registry_formulas_agree_with_the_pip477_model(case, pick):
+    model, states = transitions_of(*case)
+    s = states[pick % len(states)]
+    assert zr.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+
+
+def test_a_drifted_registry_encoding_is_caught():
+    model, states = transitions_of("as-written", "cleanup")
+
+    def drifted(v, w, single):  # the first status CAS forgets to write the status
+        t = zr.transitions(v, w, single)
+        t["cleanup_status_old"] = z3.And(v.phase == zr.CLEANUP, v.flips == 0, w.flips == 1, w.phase == v.phase,
+                                         w.directive == v.directive, w.status == v.status)
+        return t
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "cleanup_status_old"]
+    assert pairs and zr.disagreements(model, pairs, drifted)
