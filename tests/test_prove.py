@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
-from properties import layout as zl, pip477_registry as zr, registry
+from properties import layout as zl, pip373_flag as zf, pip477_registry as zr, registry
 from properties.obligations import PROVED, VIOLATED
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
@@ -28,6 +28,12 @@ def test_obligation_verdicts():
         ("pip-468", "split-keeps-coverage", ("as-written",)): PROVED,
         ("pip-468", "merge-keeps-coverage", ("as-written",)): PROVED,
         ("pip-468", "round-robin-balanced", ("as-written",)): PROVED,
+        ("pip-373", "never-skips-inductive-new-topic", ("as-written",)): VIOLATED,
+        ("pip-373", "never-skips-bounded-new-topic", ("as-written",)): VIOLATED,
+        ("pip-373", "never-skips-inductive", ("as-written",)): VIOLATED,
+        ("pip-373", "never-skips-inductive-new-topic", ("persist-before-append",)): PROVED,
+        ("pip-373", "never-skips-inductive", ("persist-before-append",)): VIOLATED,
+        ("pip-373", "never-skips-inductive", ("all-fixes",)): PROVED,
         ("pip-477", "I12-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I12-bounded", ("as-written",)): VIOLATED,
         ("pip-477", "I12-inductive", ("single-cas-status-flip", "all-fixes")): PROVED,
@@ -43,6 +49,18 @@ def test_the_i12_counterexample_is_the_explorers_finding():
         "{old=DEPRECATED, new=STANDBY; directive=True; phase=cleanup; status CASes=1}")
     finding = json.loads(open("findings/pip-477/index.json").read())
     assert any(f["property"] == "I12" for f in finding)  # the explorer found it on the full model too
+
+
+def test_the_pip373_counterexamples_are_the_explorers_findings():
+    cti = zf.inductive((), upgrades=False)
+    assert "--crash-->" in cti.detail  # a crash between the txn append and the property write
+    run = zf.bounded((), upgrades=False)
+    assert run.detail.startswith("reachable in 3 steps") and "--append-->" in run.detail
+    start = zf.inductive(("persist-before-append",))  # a user's false before the upgrade, with txn history
+    assert start.detail == ("an initial state breaks it: {log has txn entry=True, property=false "
+                            "(by broker=False), queued=none, loaded=False}")
+    names = {f["property"] for f in json.loads(open("findings/pip-373/index.json").read())}
+    assert "txn-topic-never-skips" in names
 
 
 def test_a_broken_encoding_fails_its_proof():
@@ -151,6 +169,34 @@ def test_registry_formulas_agree_with_the_pip477_model(case, pick):
     model, states = transitions_of(*case)
     s = states[pick % len(states)]
     assert zr.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+
+
+@lru_cache(maxsize=None)
+def pip373_states(variant: str, preset: str):
+    model = models.build("pip-373", variant, preset=preset)
+    _, ex = explore(model)
+    return model, [ex.path_to(fp)[0][-1] for fp in sorted(ex.parents)[:4000]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([("as-written", "default"), ("all-fixes", "default"), ("as-written", "upgrade-user-false"),
+                        ("all-fixes", "upgrade-absent"), ("persist-before-append", "aborted")]),
+       st.integers(0, 10**9))
+def test_flag_formulas_agree_with_the_pip373_model(case, pick):
+    model, states = pip373_states(*case)
+    s = states[pick % len(states)]
+    assert zf.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+
+
+def test_a_drifted_flag_encoding_is_caught():
+    model, states = pip373_states("as-written", "default")
+
+    def drifted(v, w, fixes):  # a crash that keeps the queued write
+        t = zf.transitions(v, w, fixes)
+        t["crash"] = z3.And(z3.Not(w.ready), *v.same(w, "ready"))
+        return t
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "crash"]
+    assert pairs and zf.disagreements(model, pairs, drifted)
 
 
 def test_a_drifted_registry_encoding_is_caught():

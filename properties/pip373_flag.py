@@ -1,0 +1,190 @@
+"""PIP-373 ``__contains_txn_messages``: a topic that holds a transactional entry never skips the
+transaction buffer's rebuild (``txn-topic-never-skips``), for every upgrade case at once.
+
+The encoding keeps what the skip decision reads and what writes it: whether the log holds a
+transactional entry, the persisted property (value, and whether the broker wrote it), the
+write queued in broker memory, and whether the buffer is loaded. Each action of
+``models/pip373`` that changes them is a transition formula; the others are stutters. The
+initial states are the five upgrade cases of "Upgrade" with any pre-upgrade log.
+
+As written, the claim is not inductive: the counterexample to induction is a crash between
+the first transactional append and the property write (the explorer's finding
+``crash-before-flag-skips-rebuild``), and a bounded search reaches a skip over a transactional
+entry. With ``persist-before-append`` alone, an initial state breaks it (a user's ``false``
+before the upgrade); with both fixes the strengthened claim is inductive.
+"""
+from __future__ import annotations
+
+import z3
+
+from .obligations import PROVED, VIOLATED, Obligation, Verdict, valid
+
+Value, (ABSENT, TRUE, FALSE, JUNK) = z3.EnumSort("FlagValue", ("absent", "true", "false", "junk"))
+Queued, (Q_NONE, Q_TRUE, Q_FALSE) = z3.EnumSort("Queued", ("none", "true", "false"))
+VALUE = {"absent": ABSENT, "true": TRUE, "false": FALSE, "junk": JUNK}
+QUEUED = {None: Q_NONE, "true": Q_TRUE, "false": Q_FALSE}
+SECTION = "PIP-373: 'set to true when the first TXN message is publishing'; 'skip ... if the property is false'; Upgrade"
+FIXES = ("persist-before-append", "confirm-unmarked")
+
+
+class Vars:
+    def __init__(self, tag: str):
+        self.has_txn = z3.Bool(f"has_txn{tag}")  # the log holds a transactional entry
+        self.value = z3.Const(f"value{tag}", Value)  # the persisted property
+        self.by_broker = z3.Bool(f"by_broker{tag}")  # ... written by the broker
+        self.queued = z3.Const(f"queued{tag}", Queued)  # a property write queued in broker memory
+        self.ready = z3.Bool(f"ready{tag}")  # the buffer is loaded
+
+    def same(self, other, *keep) -> list:
+        return [getattr(other, k) == getattr(self, k) for k in ("has_txn", "value", "by_broker", "queued", "ready")
+                if k not in keep]
+
+
+def trusted(v: Vars, fixes):
+    return z3.BoolVal(True) if "confirm-unmarked" not in fixes else v.by_broker
+
+
+def skippable(v: Vars, fixes):
+    """A load now would skip the rebuild (``loads``: the property is false and trusted)."""
+    return z3.And(v.value == FALSE, trusted(v, fixes))
+
+
+def flag_set(v: Vars, fixes):
+    return z3.Or(v.value == JUNK, z3.And(v.value == TRUE, trusted(v, fixes), v.queued == Q_NONE))
+
+
+def init(v: Vars, upgrades=True):
+    """A new topic (false, by the broker, empty log) and, with ``upgrades``, the four upgrade
+    cases: a property absent, false, true or not a boolean, set before the upgrade, any log."""
+    new_topic = z3.And(v.value == FALSE, v.by_broker, z3.Not(v.has_txn))
+    cases = z3.Or(new_topic, z3.Not(v.by_broker)) if upgrades else new_topic
+    return z3.And(cases, v.queued == Q_NONE, z3.Not(v.ready))
+
+
+def transitions(v: Vars, w: Vars, fixes) -> dict:
+    untrusted = z3.Or(v.value == ABSENT, z3.And(z3.Or(v.value == TRUE, v.value == FALSE),
+                                                z3.Not(trusted(v, fixes))))
+    t = {
+        "crash": z3.And(z3.Not(w.ready), w.queued == Q_NONE, *v.same(w, "ready", "queued")),
+        "persist_flag": z3.And(v.ready, v.queued != Q_NONE, w.by_broker, w.queued == Q_NONE,
+                               w.value == z3.If(v.queued == Q_TRUE, TRUE, FALSE), *v.same(w, "value", "by_broker",
+                                                                                         "queued")),
+        "load_skip": z3.And(z3.Not(v.ready), z3.Not(untrusted), v.value == FALSE, w.ready, *v.same(w, "ready")),
+        "load_rebuild": z3.And(z3.Not(v.ready), z3.Not(untrusted), v.value != FALSE, w.ready, *v.same(w, "ready")),
+        "load_confirm": z3.And(z3.Not(v.ready), untrusted, w.ready,
+                               w.queued == z3.If(v.has_txn, Q_TRUE, Q_FALSE), *v.same(w, "ready", "queued")),
+    }
+    if "persist-before-append" in fixes:
+        t["append"] = z3.And(v.ready, flag_set(v, fixes), w.has_txn, *v.same(w, "has_txn"))
+        t["request_flag"] = z3.And(v.ready, z3.Not(flag_set(v, fixes)), v.queued != Q_TRUE, w.queued == Q_TRUE,
+                                   *v.same(w, "queued"))
+    else:
+        t["append"] = z3.And(v.ready, w.has_txn,
+                             w.queued == z3.If(z3.Or(flag_set(v, fixes), v.queued == Q_TRUE), v.queued, Q_TRUE),
+                             *v.same(w, "has_txn", "queued"))
+    return t
+
+
+def safe(v: Vars, fixes):
+    """What ``txn-topic-never-skips`` forbids: an unloaded topic that would skip over a txn entry."""
+    return z3.Not(z3.And(z3.Not(v.ready), v.has_txn, skippable(v, fixes)))
+
+
+def invariant(v: Vars, fixes):
+    """The claim; with the fix that persists before appending, strengthened: a topic with a txn
+    entry is never skippable and never has ``false`` queued, and ``false`` is queued only where
+    an append must wait for the property."""
+    if "persist-before-append" in fixes:
+        return z3.And(z3.Implies(v.has_txn, z3.And(z3.Not(skippable(v, fixes)), v.queued != Q_FALSE)),
+                      z3.Implies(v.queued == Q_FALSE, z3.And(v.value != JUNK, z3.Not(flag_set(v, fixes)))))
+    return z3.And(safe(v, fixes), z3.Implies(v.has_txn, v.queued != Q_FALSE))
+
+
+def describe(m, v: Vars) -> str:
+    e = lambda x: m.eval(x, model_completion=True)  # noqa: E731
+    return (f"{{log has txn entry={e(v.has_txn)}, property={e(v.value)} (by broker={e(v.by_broker)}), "
+            f"queued={e(v.queued)}, loaded={e(v.ready)}}}")
+
+
+def inductive(fixes, upgrades=True) -> Verdict:
+    v, w = Vars(""), Vars("'")
+    inv = invariant(v, fixes)
+    start = valid(z3.Implies(init(v, upgrades), inv), show=lambda m: f"an initial state breaks it: {describe(m, v)}")
+    if start.status != PROVED:
+        return start
+    for label, step in transitions(v, w, fixes).items():
+        verdict = valid(z3.Implies(z3.And(inv, step), invariant(w, fixes)),
+                        show=lambda m, label=label: f"counterexample to induction: {describe(m, v)} --{label}--> "
+                                                    f"{describe(m, w)}")
+        if verdict.status != PROVED:
+            return verdict
+    return Verdict(PROVED)
+
+
+def bounded(fixes, k: int = 6, upgrades=True) -> Verdict:
+    states = [Vars(f"@{i}") for i in range(k + 1)]
+    solver = z3.Solver()
+    solver.add(init(states[0], upgrades))
+    chosen = []
+    for i in range(k + 1):
+        solver.push()
+        solver.add(z3.Not(safe(states[i], fixes)))
+        if solver.check() == z3.sat:
+            m = solver.model()
+            run = "".join(f" --{names[m.eval(c, model_completion=True).as_long()]}--> {describe(m, states[j + 1])}"
+                          for j, (c, names) in enumerate(chosen))
+            return Verdict(VIOLATED, f"reachable in {i} steps: {describe(m, states[0])}{run}")
+        solver.pop()
+        if i == k:
+            break
+        steps = transitions(states[i], states[i + 1], fixes)
+        names = sorted(steps)
+        choice = z3.Int(f"action@{i}")
+        solver.add(z3.Or(*[z3.And(choice == j, steps[n]) for j, n in enumerate(names)]))
+        chosen.append((choice, names))
+    return Verdict(PROVED, f"no violation within {k} steps")
+
+
+def concrete(v: Vars, state) -> z3.BoolRef:
+    """``v`` fixed to a Python pip-373 state."""
+    from models.pip373.model import holds_txn_entry
+    b = state.buffers[0]
+    return z3.And(v.has_txn == holds_txn_entry(state.logs[0]), v.value == VALUE[state.prop[0]],
+                  v.by_broker == bool(state.prop[1]), v.queued == QUEUED[b.flag], v.ready == bool(b.ready))
+
+
+def disagreements(model, pairs, transitions_of=transitions) -> list[str]:
+    """As in ``pip477_registry.disagreements``: each Python transition is admitted by its action's
+    formula (an unlisted action leaves every encoded variable alone), and nothing else is."""
+    v, w = Vars(""), Vars("'")
+    steps = transitions_of(v, w, model.fixes)
+    out = []
+    for s, a, t in pairs:
+        step = steps.get(a.name, z3.And(*v.same(w)))
+        solver = z3.Solver()
+        solver.add(concrete(v, s), step)
+        solver.push()
+        solver.add(concrete(w, t))
+        if solver.check() != z3.sat:
+            out.append(f"{a}: the formula does not admit the model's successor")
+        solver.pop()
+        solver.add(z3.Not(concrete(w, t)))
+        if solver.check() == z3.sat:
+            out.append(f"{a}: the formula admits a successor the model lacks: {describe(solver.model(), w)}")
+    return out
+
+
+OBLIGATIONS = [
+    Obligation("pip-373", "never-skips-inductive-new-topic", "txn-topic-never-skips is inductive on a new topic",
+               SECTION, lambda: inductive((), upgrades=False), ("as-written",)),
+    Obligation("pip-373", "never-skips-bounded-new-topic", "No run of up to 6 steps from a new topic skips the "
+               "rebuild over a txn entry", SECTION, lambda: bounded((), upgrades=False), ("as-written",)),
+    Obligation("pip-373", "never-skips-inductive", "txn-topic-never-skips is inductive over every upgrade case",
+               SECTION, lambda: inductive(()), ("as-written",)),
+    Obligation("pip-373", "never-skips-inductive-new-topic", "txn-topic-never-skips is inductive on a new topic",
+               SECTION, lambda: inductive(("persist-before-append",), upgrades=False), ("persist-before-append",)),
+    Obligation("pip-373", "never-skips-inductive", "txn-topic-never-skips is inductive over every upgrade case",
+               SECTION, lambda: inductive(("persist-before-append",)), ("persist-before-append",)),
+    Obligation("pip-373", "never-skips-inductive", "txn-topic-never-skips, strengthened, is inductive over every "
+               "upgrade case", SECTION, lambda: inductive(FIXES), ("all-fixes",)),
+]
