@@ -106,13 +106,15 @@ def invariant(v: Vars, single_cas: bool):
 
 
 def describe(m: z3.ModelRef, v: Vars) -> str:
-    """old's and new's statuses, how many other clusters have each status, phase and CAS count."""
+    """old's and new's statuses, how many other registered clusters have each status, phase and
+    CAS count."""
     old, new = m.eval(OLD, model_completion=True), m.eval(NEW, model_completion=True)
     others: dict = {}
     for c in m.get_universe(Cluster) or []:
         if not (c.eq(old) or c.eq(new)):
             st = str(m.eval(v.status[c], model_completion=True))
-            others[st] = others.get(st, 0) + 1
+            if st != "ABSENT":  # unregistered: nothing to show
+                others[st] = others.get(st, 0) + 1
     rest = "".join(f", {n} other cluster{'s' if n > 1 else ''} {st}" for st, n in sorted(others.items()))
     status = v.status
     return (f"{{old={m.eval(status[OLD], model_completion=True)}, new={m.eval(status[NEW], model_completion=True)}"

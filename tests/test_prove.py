@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
-from properties import layout as zl, pip373_flag as zf, pip477_registry as zr, registry
+from properties import layout as zl, pip373_flag as zf, pip473_header as zh, pip477_registry as zr, registry
 from properties.obligations import PROVED, VIOLATED
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
@@ -24,6 +24,10 @@ def verdicts() -> dict:
 
 def test_obligation_verdicts():
     assert verdicts() == {
+        ("pip-473", "one-outcome-inductive", ("as-written",)): PROVED,
+        ("pip-473", "header-state-machine", ("as-written",)): PROVED,
+        ("pip-473", "one-outcome-inductive", ("finalize-in-cas", "all-fixes")): PROVED,
+        ("pip-473", "header-state-machine", ("mutant:blind-cas",)): VIOLATED,
         ("pip-468", "create-covers-each-hash-once", ("as-written",)): PROVED,
         ("pip-468", "split-keeps-coverage", ("as-written",)): PROVED,
         ("pip-468", "merge-keeps-coverage", ("as-written",)): PROVED,
@@ -197,6 +201,42 @@ def test_a_drifted_flag_encoding_is_caught():
         return t
     pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "crash"]
     assert pairs and zf.disagreements(model, pairs, drifted)
+
+
+@lru_cache(maxsize=None)
+def pip473_states(variant: str, preset: str):
+    model = models.build("pip-473", variant, preset=preset)
+    _, ex = explore(model)
+    return model, [ex.path_to(fp)[0][-1] for fp in sorted(ex.parents)[:3000]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([("as-written", "default"), ("as-written", "faults"), ("finalize-in-cas", "faults"),
+                        ("mutant:blind-cas", "default")]), st.integers(0, 10**9))
+def test_header_formulas_agree_with_the_pip473_model(case, pick):
+    model, states = pip473_states(*case)
+    s = states[pick % len(states)]
+    assert zh.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+
+
+def test_the_blind_cas_mutant_breaks_the_header_state_machine():
+    bad = zh.state_machine("mutant:blind-cas")
+    assert bad.status == VIOLATED and "its header: COMMITTED" in bad.detail.split("-->")[0] or \
+        "its header: ABORTED" in bad.detail.split("-->")[0]
+
+
+def test_a_drifted_header_encoding_is_caught():
+    model, states = pip473_states("as-written", "default")
+
+    def drifted(v, w, t, r, want, variant):  # the finalize put forgets to bump the version
+        steps = zh.transitions(v, w, t, r, want, variant)
+        rt = v.rtxn[r]
+        steps["tc_finalize"] = z3.And(v.rstage[r] == zh.FINALIZE, v.hfin[rt] == v.hfin[rt],
+                                      w.hfin == z3.Store(v.hfin, rt, True), w.rstage == z3.Store(v.rstage, r, zh.REPLY),
+                                      *v.keep(w, "hfin", "rstage"))
+        return steps
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "tc_finalize"]
+    assert pairs and zh.disagreements(model, pairs[:20], drifted)
 
 
 def test_a_drifted_registry_encoding_is_caught():
