@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
 from properties import layout as zl, pip373_flag as zf, pip473_header as zh, pip477_registry as zr, registry
+from properties import pip477_schema as zs
 from properties.obligations import PROVED, VIOLATED
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
@@ -41,6 +42,9 @@ def test_obligation_verdicts():
         ("pip-477", "I12-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I12-bounded", ("as-written",)): VIOLATED,
         ("pip-477", "I12-inductive", ("single-cas-status-flip", "all-fixes")): PROVED,
+        ("pip-477", "I3-I10-inductive", ("as-written", "all-fixes")): PROVED,
+        ("pip-477", "I3-I10-inductive", ("mutant:blind-schema-promote",)): VIOLATED,
+        ("pip-477", "I3-I10-inductive", ("mutant:promote-resets-hash",)): VIOLATED,
     }
 
 
@@ -237,6 +241,30 @@ def test_a_drifted_header_encoding_is_caught():
         return steps
     pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "tc_finalize"]
     assert pairs and zh.disagreements(model, pairs[:20], drifted)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([("as-written", "schema"), ("all-fixes", "schema"), ("mutant:blind-schema-promote", "schema"),
+                        ("mutant:promote-resets-hash", "default"), ("as-written", "rollback")]),
+       st.integers(0, 10**9))
+def test_schema_formulas_agree_with_the_pip477_model(case, pick):
+    model, states = transitions_of(*case)
+    s = states[pick % len(states)]
+    assert zs.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+
+
+def test_a_drifted_schema_encoding_is_caught():
+    model, states = transitions_of("as-written", "schema")
+
+    def drifted(v, w, b, entry, stamp, variant):  # putSchema's CAS forgets to bump the version
+        steps = zs.transitions(v, w, b, entry, stamp, variant)
+        steps["put_schema_cas"] = z3.And(v.put[b], v.put_ver[b] == v.ver, w.biz == z3.Store(v.biz, v.n, entry),
+                                         w.attr == z3.Store(v.attr, v.n, stamp), w.n == v.n + 1, w.ver == v.ver,
+                                         w.acked == v.acked + 1, w.put == z3.Store(v.put, b, False),
+                                         *v.keep(w, "biz", "attr", "n", "ver", "acked", "put"))
+        return steps
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "put_schema_cas"]
+    assert pairs and zs.disagreements(model, pairs[:20], drifted)
 
 
 def test_a_drifted_registry_encoding_is_caught():
