@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
 from properties import layout as zl, pip373_flag as zf, pip473_header as zh, pip477_registry as zr, registry
-from properties import pip477_schema as zs
+from properties import pip477_cursor as zc, pip477_schema as zs
 from properties.obligations import PROVED, VIOLATED
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
@@ -45,6 +45,8 @@ def test_obligation_verdicts():
         ("pip-477", "I3-I10-inductive", ("as-written", "all-fixes")): PROVED,
         ("pip-477", "I3-I10-inductive", ("mutant:blind-schema-promote",)): VIOLATED,
         ("pip-477", "I3-I10-inductive", ("mutant:promote-resets-hash",)): VIOLATED,
+        ("pip-477", "I9", ("as-written",)): PROVED,
+        ("pip-477", "I9", ("mutant:promote-clears-cursor-props",)): VIOLATED,
     }
 
 
@@ -265,6 +267,20 @@ def test_a_drifted_schema_encoding_is_caught():
         return steps
     pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "put_schema_cas"]
     assert pairs and zs.disagreements(model, pairs[:20], drifted)
+
+
+def test_cursor_formula_agrees_with_the_pip477_model():
+    checked = 0
+    for variant in ("as-written", "mutant:promote-clears-cursor-props", "promote-cursor-at-copied-lac"):
+        model, states = transitions_of(variant, "cursor")
+        pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "promote_cursor_handle"]
+        checked += sum(1 for s, _, t in pairs if t.cursor != s.cursor)
+        assert zc.disagreements(model, pairs) == []
+
+        def drifted(c, d, target, variant):  # the write keeps the znode's version
+            return z3.And(zc.handle(c, d, target, variant), d.version == c.version)
+        assert zc.disagreements(model, pairs, drifted) or not any(t.cursor != s.cursor for s, _, t in pairs)
+    assert checked
 
 
 def test_a_drifted_registry_encoding_is_caught():
