@@ -6,6 +6,10 @@ process.
     python bench/spark_scaling.py                                   # every model's largest configuration
     python bench/spark_scaling.py --case pip-373/two-txns --engines local,local[2]
     python bench/spark_scaling.py --nightly v4-txn/two-topics/off-segment-markers --engines local[2]
+    python bench/spark_scaling.py --case v4-txn/two-topics/as-written --engines local,floor
+
+``floor`` is the Spark engine's own Python work per state, in one process without Spark (see
+``floor()``): twice its rate bounds what local[2] can reach on this machine.
 
 A case is MODEL/BOUNDS[/VARIANT]; the variant defaults to the model's fix of every finding (a
 variant with violations stops expanding at its bad states, which would measure less work).
@@ -43,6 +47,8 @@ def one(case: str, engine: str) -> dict:
     if engine == "local":
         result, _ = explore(model)
         overhead = None
+    elif engine == "floor":
+        return floor(case, model)
     else:
         from spark_checks.bfs import explore_spark
         from spark_checks.session import spark_session
@@ -58,6 +64,31 @@ def one(case: str, engine: str) -> dict:
     return {"case": case, "engine": engine, "states": result.distinct_states, "transitions": result.transitions,
             "depth": result.depth, "seconds": round(seconds, 2), "rate": round(result.distinct_states / seconds, 1),
             "level_overhead": overhead, "levels": len(result.level_sizes)}
+
+
+def floor(case: str, model) -> dict:
+    """The Python work the Spark engine does per state, in one process with no JVM: each level's
+    frontier through the engine's own ``_expand`` and ``_dedupe`` as one partition, with the
+    records pickled as PySpark would. Twice this rate is what local[2] could reach with perfect
+    parallelism and a free shuffle."""
+    import pickle
+    from pulsar_verify.fingerprint import encode, fingerprint
+    from spark_checks.bfs import _dedupe, _expand
+    spec = (model.name, model.config.variant, tuple(sorted(model.config.as_dict().items())))
+    started = time.perf_counter()
+    frontier = [(fingerprint(s), encode(s)) for s in model.init_states()]
+    visited, states, depth = {fp for fp, _ in frontier}, len(frontier), 0
+    while frontier:
+        records = pickle.loads(pickle.dumps(list(_expand(spec, False, frontier)), 5))
+        out = list(_dedupe([(None, visited)] + records))
+        visited = next(r[1] for r in out if r[0] is None)
+        frontier = [(r[1], r[2][3]) for r in out if r[0] == "N" and not r[2][4]]
+        states += sum(1 for r in out if r[0] == "N")
+        depth += 1
+    seconds = time.perf_counter() - started
+    return {"case": case, "engine": "floor", "states": states, "transitions": None, "depth": depth - 1,
+            "seconds": round(seconds, 2), "rate": round(states / seconds, 1), "level_overhead": None,
+            "levels": depth}
 
 
 def run(case: str, engine: str) -> dict:
@@ -88,6 +119,8 @@ def main() -> None:
             if engine == "local":
                 base = r["rate"]
             ratio = f"{r['rate'] / base:.2f}x" if base and engine != "local" else "-"
+            if engine == "floor" and base:
+                ratio = f"{r['rate'] / base:.2f}x (x2: {2 * r['rate'] / base:.2f}x)"
             overhead = f"{r['level_overhead']:.2f}" if r["level_overhead"] is not None else "-"
             print(f"{case:<44} {engine:<9} {r['states']:>12,} {r['levels']:>6} {r['seconds']:>9.1f} "
                   f"{r['rate']:>9,.0f} {ratio:>13} {overhead:>8}", flush=True)

@@ -319,13 +319,21 @@ def cmd_review(args) -> int:
             hypothesis[cls.name, variant] = (examples, failed)
             print(f"{cls.name:<9} {variant:<36} hypothesis {examples} examples  violated: "
                   f"{', '.join(sorted(failed)) or '-'}", flush=True)
+    from properties import registry as obligations
+    proofs: dict = {}
+    for o in obligations():
+        if o.model in {cls.name for cls in classes}:
+            v = o.run()
+            proofs.setdefault(o.model, []).append((o, v))
+            print(f"{o.model:<9} {'z3 ' + o.name:<36} {', '.join(o.variants):<24} {v.status} ({v.seconds:.2f}s)",
+                  flush=True)
     table = report.cells(rows, hypothesis)
     got = report.verdicts(table)
     mismatches = None if args.update_expectations else report.compare(expected, got)
     args.out.mkdir(parents=True, exist_ok=True)
     for cls in classes:
         pngs = report.plots(args.out, cls.name, rows)
-        (args.out / f"{cls.name}.md").write_text(report.model_page(cls, table, rows, pngs))
+        (args.out / f"{cls.name}.md").write_text(report.model_page(cls, table, rows, pngs, proofs.get(cls.name)))
     index = report.index_page(classes, table, rows, mismatches)
     errors_md = ["", "## Model errors", ""] + [f"- {e}" for e in errors] if errors else []
     (args.out / "index.md").write_text(index + "\n".join(sealed_comparison(rows) + errors_md) + "\n")

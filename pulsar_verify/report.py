@@ -168,7 +168,20 @@ def finding_section(cls: type[Model], f, table: dict | None = None) -> list[str]
 
 # -- pages -----------------------------------------------------------------------
 
-def model_page(cls: type[Model], table: dict, rows, plots: list[str]) -> str:
+def proofs_section(proofs: list) -> list[str]:
+    """The Z3 obligations of a model: ``proofs`` is a list of (Obligation, Verdict)."""
+    if not proofs:
+        return []
+    lines = ["## Z3 obligations (`pulsar-verify prove`)", "",
+             "| obligation | variants | verdict | seconds | claim | counterexample |", "|---|---|---|---:|---|---|"]
+    for o, v in proofs:
+        row = [f"`{o.name}`", ", ".join(f"`{x}`" for x in o.variants), v.status, f"{v.seconds:.2f}", o.statement,
+               v.detail if v.status != "proved" else ""]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return lines + [""]
+
+
+def model_page(cls: type[Model], table: dict, rows, plots: list[str], proofs: list | None = None) -> str:
     fixes = [v for v in cls.variants if v.kind != "mutant"]
     mutants = [v for v in cls.variants if v.kind == "mutant"]
     lines = [f"# {cls.title}", "", f"Model `{cls.name}`, from `{cls.source}`. Bounds explored in-process: "
@@ -194,6 +207,7 @@ def model_page(cls: type[Model], table: dict, rows, plots: list[str]) -> str:
         lines += ["## Findings", ""]
         for f in found:
             lines += finding_section(cls, f, table)
+    lines += proofs_section(proofs or [])
     if plots:
         lines += ["## State space and coverage", ""] + [f"![{p}]({p})" for p in plots] + [""]
     lines += ["## Runs", "", "| variant | bounds | engine | states | transitions | depth | seconds | liveness | violated |",

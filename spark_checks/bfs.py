@@ -157,16 +157,18 @@ def _dedupe(rows):
             yield "E", key, value[1], value[2]
         else:
             yield value
-    grown = set(seen)
-    found = []
+    # The set was unpickled from the cache for this task alone: it grows in place (each candidate
+    # fingerprint is distinct, so a fingerprint added here is never tested again).
+    found, count = [], 0
     for fp, record in best.items():
         if fp not in seen:
-            grown.add(fp)
+            seen.add(fp)
+            count += 1
             if record[4]:
                 found.append((fp, record[4]))
             yield "N", fp, record
-    yield None, grown
-    yield "C", len(grown) - len(seen), found
+    yield None, seen
+    yield "C", count, found
 
 
 def _link_row(row):
