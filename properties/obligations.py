@@ -56,3 +56,38 @@ def all_of(verdicts) -> Verdict:
         if v.status != PROVED:
             return v
     return Verdict(PROVED)
+
+
+def inductive(init, inv, inv_next, steps: dict, before: Callable[[z3.ModelRef], str],
+              after: Callable[[z3.ModelRef], str], also: Callable[[str], object] | None = None) -> Verdict:
+    """Init implies Inv, and Inv with any one step implies Inv' (and ``also(label)``, a claim
+    about that step, where given). A failure shows the initial state, or the two states around
+    the step (a counterexample to induction), as ``before`` and ``after`` render them."""
+    start = valid(z3.Implies(init, inv), show=lambda m: f"an initial state breaks it: {before(m)}")
+    if start.status != PROVED:
+        return start
+    for label, step in steps.items():
+        claim = inv_next if also is None else z3.And(inv_next, also(label))
+        verdict = valid(z3.Implies(z3.And(inv, step), claim),
+                        show=lambda m, label=label: f"counterexample to induction: {before(m)} --{label}--> "
+                                                    f"{after(m)}")
+        if verdict.status != PROVED:
+            return verdict
+    return Verdict(PROVED)
+
+
+def agreement(pre, step, post, allowed=None, show: Callable[[z3.ModelRef], str] | None = None) -> list[str]:
+    """How a transition formula ``step`` disagrees with one concrete transition of the Python
+    model: from ``pre`` it must admit ``post``, and nothing outside ``allowed`` (default: ``post``)."""
+    solver = z3.Solver()
+    solver.add(pre, step)
+    out = []
+    solver.push()
+    solver.add(post)
+    if solver.check() != z3.sat:
+        out.append("the formula does not admit the model's successor")
+    solver.pop()
+    solver.add(z3.Not(post if allowed is None else allowed))
+    if solver.check() == z3.sat:
+        out.append("the formula admits a successor the model lacks" + (f": {show(solver.model())}" if show else ""))
+    return out

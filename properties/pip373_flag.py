@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import PROVED, VIOLATED, Obligation, Verdict, valid
+from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, inductive as induction
 
 Value, (ABSENT, TRUE, FALSE, JUNK) = z3.EnumSort("FlagValue", ("absent", "true", "false", "junk"))
 Queued, (Q_NONE, Q_TRUE, Q_FALSE) = z3.EnumSort("Queued", ("none", "true", "false"))
@@ -108,17 +108,8 @@ def describe(m, v: Vars) -> str:
 
 def inductive(fixes, upgrades=True) -> Verdict:
     v, w = Vars(""), Vars("'")
-    inv = invariant(v, fixes)
-    start = valid(z3.Implies(init(v, upgrades), inv), show=lambda m: f"an initial state breaks it: {describe(m, v)}")
-    if start.status != PROVED:
-        return start
-    for label, step in transitions(v, w, fixes).items():
-        verdict = valid(z3.Implies(z3.And(inv, step), invariant(w, fixes)),
-                        show=lambda m, label=label: f"counterexample to induction: {describe(m, v)} --{label}--> "
-                                                    f"{describe(m, w)}")
-        if verdict.status != PROVED:
-            return verdict
-    return Verdict(PROVED)
+    return induction(init(v, upgrades), invariant(v, fixes), invariant(w, fixes), transitions(v, w, fixes),
+                     lambda m: describe(m, v), lambda m: describe(m, w))
 
 
 def bounded(fixes, k: int = 6, upgrades=True) -> Verdict:
@@ -158,20 +149,9 @@ def disagreements(model, pairs, transitions_of=transitions) -> list[str]:
     formula (an unlisted action leaves every encoded variable alone), and nothing else is."""
     v, w = Vars(""), Vars("'")
     steps = transitions_of(v, w, model.fixes)
-    out = []
-    for s, a, t in pairs:
-        step = steps.get(a.name, z3.And(*v.same(w)))
-        solver = z3.Solver()
-        solver.add(concrete(v, s), step)
-        solver.push()
-        solver.add(concrete(w, t))
-        if solver.check() != z3.sat:
-            out.append(f"{a}: the formula does not admit the model's successor")
-        solver.pop()
-        solver.add(z3.Not(concrete(w, t)))
-        if solver.check() == z3.sat:
-            out.append(f"{a}: the formula admits a successor the model lacks: {describe(solver.model(), w)}")
-    return out
+    return [f"{a}: {problem}" for s, a, t in pairs
+            for problem in agreement(concrete(v, s), steps.get(a.name, z3.And(*v.same(w))), concrete(w, t),
+                                     show=lambda m: describe(m, w))]
 
 
 OBLIGATIONS = [

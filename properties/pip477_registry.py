@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import PROVED, VIOLATED, Obligation, Verdict, valid
+from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, inductive as induction
 
 Cluster = z3.DeclareSort("Cluster")
 Status, (ABSENT, STANDBY, ACTIVE, DEPRECATED) = z3.EnumSort("Status", ("ABSENT", "STANDBY", "ACTIVE", "DEPRECATED"))
@@ -144,21 +144,11 @@ def disagreements(model, pairs, transitions_of=transitions) -> list[str]:
     steps = transitions_of(v, w, single)
     out = []
     for s, a, t in pairs:
-        solver = z3.Solver()
-        solver.add(concrete(v, s))
-        step = steps.get(a.name, _same(v, w))
-        solver.push()
-        solver.add(step, concrete(w, t))
-        if solver.check() != z3.sat:
-            out.append(f"{a} from {s.registry}, {s.progress}: the formula does not admit the model's successor")
-        solver.pop()
-        allowed = concrete(w, t)
+        allowed = None
         if a.name in ("watch", "restart"):
             allowed = z3.And(concrete(w, t, phase=False), z3.Or(w.phase == v.phase, w.phase == BUILD))
-        solver.add(step, z3.Not(allowed))
-        if solver.check() == z3.sat:
-            out.append(f"{a} from {s.registry}, {s.progress}: the formula admits a successor the model lacks: "
-                       f"{describe(solver.model(), w)}")
+        out += [f"{a} from {s.registry}, {s.progress}: {problem}" for problem in agreement(
+            concrete(v, s), steps.get(a.name, _same(v, w)), concrete(w, t), allowed, lambda m: describe(m, w))]
     return out
 
 
@@ -166,17 +156,9 @@ def inductive(single_cas: bool) -> Verdict:
     """Init implies Inv, and Inv and any one action imply Inv'. A failure is shown as the two
     states and the action (a counterexample to induction)."""
     v, w = Vars(""), Vars("'")
-    inv = z3.And(OLD != NEW, invariant(v, single_cas))
-    start = valid(z3.Implies(z3.And(OLD != NEW, init(v)), inv), show=lambda m: f"an initial state breaks it: {describe(m, v)}")
-    if start.status != PROVED:
-        return start
-    for label, step in transitions(v, w, single_cas).items():
-        verdict = valid(z3.Implies(z3.And(inv, step), invariant(w, single_cas)),
-                        show=lambda m, label=label: f"counterexample to induction: {describe(m, v)} "
-                                                    f"--{label}--> {describe(m, w)}")
-        if verdict.status != PROVED:
-            return verdict
-    return Verdict(PROVED)
+    return induction(z3.And(OLD != NEW, init(v)), z3.And(OLD != NEW, invariant(v, single_cas)),
+                     invariant(w, single_cas), transitions(v, w, single_cas),
+                     lambda m: describe(m, v), lambda m: describe(m, w))
 
 
 def bounded(single_cas: bool, k: int = 6) -> Verdict:

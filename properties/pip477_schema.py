@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import PROVED, Obligation, Verdict, valid
+from .obligations import Obligation, Verdict, agreement, inductive as induction
 
 Broker = z3.DeclareSort("Broker")
 Attr, (A_NONE, A_OLD, A_NEW) = z3.EnumSort("Attr", ("none", "old", "new"))
@@ -125,20 +125,10 @@ def describe(m, v: Vars, b) -> str:
 def inductive(variant: str = "as-written") -> Verdict:
     """Init implies Inv; Inv and any action imply Inv' and, for PROMOTE and ROLLBACK, I10."""
     v, w = Vars(""), Vars("'")
-    start = valid(z3.Implies(init(v), invariant(v)), show=lambda m: "an initial state breaks it")
-    if start.status != PROVED:
-        return start
     b, entry, stamp = z3.Const("broker", Broker), z3.Int("entry"), z3.Const("stamp", Attr)
-    for label, step in transitions(v, w, b, entry, stamp, variant).items():
-        claim = invariant(w)
-        if label in ("promote_schema_cas", "rollback_schema"):
-            claim = z3.And(claim, i10(v, w))
-        verdict = valid(z3.Implies(z3.And(invariant(v), step), claim),
-                        show=lambda m, label=label: f"counterexample to induction: {describe(m, v, b)} --{label}--> "
-                                                    f"{describe(m, w, b)}")
-        if verdict.status != PROVED:
-            return verdict
-    return Verdict(PROVED)
+    return induction(init(v), invariant(v), invariant(w), transitions(v, w, b, entry, stamp, variant),
+                     lambda m: describe(m, v, b), lambda m: describe(m, w, b),
+                     also=lambda label: i10(v, w) if label in ("promote_schema_cas", "rollback_schema") else True)
 
 
 def business(e) -> int:
@@ -183,17 +173,9 @@ def disagreements(model, pairs, transitions_of=transitions) -> list[str]:
         if a.name == "put_schema_cas":
             new = t.schema[-1]
             binding += [entry == business(new), stamp == ATTR[new.attr]]
-        solver = z3.Solver()
-        solver.add(pre, step, *binding)
-        solver.push()
-        solver.add(post)
-        if solver.check() != z3.sat:
-            out.append(f"{a}: the formula does not admit the model's successor")
-        solver.pop()
-        solver.add(z3.Not(z3.And(w.n == len(t.schema), w.ver == t.schema_version, w.acked == t.schemas_acked,
-                                 w.blind == t.zk_writes, *[w.biz[i] == business(e) for i, e in enumerate(t.schema)])))
-        if solver.check() == z3.sat:
-            out.append(f"{a}: the formula admits a locator the model does not write")
+        locator = z3.And(w.n == len(t.schema), w.ver == t.schema_version, w.acked == t.schemas_acked,
+                         w.blind == t.zk_writes, *[w.biz[i] == business(e) for i, e in enumerate(t.schema)])
+        out += [f"{a}: {problem}" for problem in agreement(pre, z3.And(step, *binding), post, locator)]
     return out
 
 

@@ -83,6 +83,29 @@ class Result:
         }
 
 
+def states_along(model: Model, state, actions) -> list:
+    """``state`` and the states ``actions`` lead to from it, re-executed."""
+    states = [state]
+    for a in actions:
+        state = model.next_state(state, a)
+        states.append(state)
+    return states
+
+
+def path_to(model: Model, parents: dict, init_by_fp: dict, fp: int) -> tuple[list, list]:
+    """Shortest path to a discovered state: ``parents`` maps a fingerprint to (parent, action),
+    (None, None) at an initial state; the path is re-executed from that state."""
+    actions = []
+    while True:
+        parent, action = parents[fp]
+        if parent is None:
+            break
+        actions.append(action)
+        fp = parent
+    actions.reverse()
+    return states_along(model, init_by_fp[fp], actions), actions
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -104,21 +127,7 @@ class Explorer:
 
     # -- counterexamples ----------------------------------------------------
     def path_to(self, fp: int) -> tuple[list, list]:
-        """Shortest path to a discovered state, re-executed from its initial state."""
-        actions = []
-        while True:
-            parent, action = self.parents[fp]
-            if parent is None:
-                break
-            actions.append(action)
-            fp = parent
-        actions.reverse()
-        state = self.init_by_fp[fp]
-        states = [state]
-        for a in actions:
-            state = self.model.next_state(state, a)
-            states.append(state)
-        return states, actions
+        return path_to(self.model, self.parents, self.init_by_fp, fp)
 
     # -- the search ---------------------------------------------------------
     def run(self) -> Result:

@@ -35,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 
 from pulsar_verify import registry
-from pulsar_verify.explorer import DEADLOCK, Result, Violation, peak_rss_mb
+from pulsar_verify.explorer import DEADLOCK, Result, Violation, peak_rss_mb, states_along
 from pulsar_verify.fingerprint import decode, encode, fingerprint, fingerprint_encoded
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import Action, Model, UsageError
@@ -191,20 +191,23 @@ def _write(spark, rdd, schema, path: Path) -> None:
     spark.createDataFrame(rdd, schema, verifySchema=False).write.mode("overwrite").parquet(path.as_uri())
 
 
+def _unreadable(what: str, path: Path, exc: Exception) -> UsageError:
+    return UsageError(f"corrupted checkpoint: cannot read {what} at {path}: "
+                      f"{str(exc).strip().splitlines()[0][:200]}")
+
+
 def _read(spark, path: Path, what: str):
     try:
         return spark.read.parquet(path.as_uri())
     except Exception as exc:  # AnalysisException / Py4JJavaError: a damaged or missing file
-        raise UsageError(f"corrupted checkpoint: cannot read {what} at {path}: "
-                         f"{str(exc).strip().splitlines()[0][:200]}") from None
+        raise _unreadable(what, path, exc) from None
 
 
 def _count(df, path: Path, what: str) -> int:
     try:
         return df.count()
-    except Exception as exc:
-        raise UsageError(f"corrupted checkpoint: cannot read {what} at {path}: "
-                         f"{str(exc).strip().splitlines()[0][:200]}") from None
+    except Exception as exc:  # a damaged file is found when its rows are read
+        raise _unreadable(what, path, exc) from None
 
 
 # -- the search ------------------------------------------------------------------------------------
@@ -411,12 +414,7 @@ class SparkExplorer:
     def _trace(self, path: list) -> tuple[list, list]:
         """States and actions along a [fp, action, parent, action, parent, ..., init fp] path."""
         actions = [load_action(a) for a in path[1::2]][::-1]
-        state = self.init_by_fp[path[-1]]
-        states = [state]
-        for a in actions:
-            state = self.model.next_state(state, a)
-            states.append(state)
-        return states, actions
+        return states_along(self.model, self.init_by_fp[path[-1]], actions), actions
 
     def _result(self, manifest: dict, complete: bool) -> Result:
         model = self.model

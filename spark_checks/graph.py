@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import marshal
 
+from pulsar_verify.explorer import path_to
 from pulsar_verify.liveness import check_liveness
 
 
@@ -37,20 +38,7 @@ class DiskGraph:
                 self.graph[fp].append((load_action(bytes(action)), succ))
 
     def path_to(self, fp: int) -> tuple[list, list]:
-        actions = []
-        while True:
-            parent, action = self.parents[fp]
-            if parent is None:
-                break
-            actions.append(action)
-            fp = parent
-        actions.reverse()
-        state = self.init_by_fp[fp]
-        states = [state]
-        for a in actions:
-            state = self.model.next_state(state, a)
-            states.append(state)
-        return states, actions
+        return path_to(self.model, self.parents, self.init_by_fp, fp)
 
 
 def check_liveness_on_disk(explorer, manifest: dict):

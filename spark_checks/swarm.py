@@ -16,7 +16,7 @@ from hashlib import blake2b
 
 import attrs
 
-from pulsar_verify.explorer import DEADLOCK, Violation
+from pulsar_verify.explorer import DEADLOCK, Violation, states_along
 from pulsar_verify.model import Model
 
 from .bfs import _model
@@ -112,11 +112,7 @@ def swarm(model: Model, *, walks: int, steps: int, seed: int, engine: str = "loc
             best[w.violated] = w
     for pid, w in best.items():
         prop = DEADLOCK if pid == DEADLOCK.id else model.property(pid)
-        state = model.init_states()[w.init]
-        states = [state]
-        for a in w.actions:
-            state = model.next_state(state, a)
-            states.append(state)
+        states = states_along(model, model.init_states()[w.init], w.actions)
         result.violations.append(Violation(prop, states, list(w.actions)))
         result.seeds[pid] = w.seed
     result.violations.sort(key=lambda v: (v.length, v.prop.id))
