@@ -53,24 +53,28 @@ def split_relation(s, e, children, overflowing=False):
     return z3.And(z3.ULT(s, e), a1 == s, b1 == mid, a2 == mid + 1, b2 == e)
 
 
-def merge_relation(lo, hi, merged):
+def merge_relation(lo, hi, merged, drops_last=False):
     """``mergeSegments`` of adjacent active ranges ("the end of one equals start - 1 of the
-    other"): one range from the lower start to the higher end."""
+    other"): one range from the lower start to the higher end (``drops_last``: a broken merge
+    whose range stops one hash short)."""
     (s1, e1), (s2, e2) = lo, hi
     m1, m2 = merged
-    return z3.And(z3.ULE(s1, e1), z3.ULE(s2, e2), e1 != 0xFFFF, e1 + 1 == s2, m1 == s1, m2 == e2)
+    return z3.And(z3.ULE(s1, e1), z3.ULE(s2, e2), e1 != 0xFFFF, e1 + 1 == s2, m1 == s1,
+                  m2 == (e2 - 1 if drops_last else e2))
 
 
-def create_ranges(n: int):
-    """``createInitialMetadata(n)`` in bit-vector arithmetic: ``[i*65536/n, (i+1)*65536/n - 1]``."""
+def create_ranges(n: int, overlapping=False):
+    """``createInitialMetadata(n)`` in bit-vector arithmetic: ``[i*65536/n, (i+1)*65536/n - 1]``
+    (``overlapping``: a broken division whose ranges end where the next one starts)."""
     size = z3.BitVecVal(0x10000, 32)
     bound = [z3.UDiv(z3.BitVecVal(i, 32) * size, z3.BitVecVal(n, 32)) for i in range(n + 1)]
-    return [(z3.Extract(15, 0, bound[i]), z3.Extract(15, 0, bound[i + 1] - 1)) for i in range(n)]
+    return [(z3.Extract(15, 0, bound[i]), z3.Extract(15, 0, bound[i + 1] - (0 if overlapping else 1)))
+            for i in range(n)]
 
 
-def create_covers_each_hash_once(n_max=CREATE_MAX):
+def create_covers_each_hash_once(n_max=CREATE_MAX, overlapping=False):
     h = bv("h")
-    return all_of(valid(z3.Sum([inside(s, e, h) for s, e in create_ranges(n)]) == 1,
+    return all_of(valid(z3.Sum([inside(s, e, h) for s, e in create_ranges(n, overlapping)]) == 1,
                         show=lambda m, n=n: f"createInitialMetadata({n}) covers hash {m[h]} not exactly once")
                   for n in range(1, n_max + 1))
 
@@ -84,26 +88,29 @@ def split_keeps_coverage(overflowing=False):
                                         f"and [{m.eval(a2)}, {m.eval(b2)}]: hash {m.eval(h)} is not covered as it was"))
 
 
-def merge_keeps_coverage():
+def merge_keeps_coverage(drops_last=False):
     s1, e1, s2, e2, h, m1, m2 = (bv(x) for x in ("s1", "e1", "s2", "e2", "h", "m1", "m2"))
-    claim = z3.Implies(merge_relation((s1, e1), (s2, e2), (m1, m2)),
+    claim = z3.Implies(merge_relation((s1, e1), (s2, e2), (m1, m2), drops_last),
                        inside(m1, m2, h) == inside(s1, e1, h) + inside(s2, e2, h))
     return valid(claim, show=lambda m: f"merge of [{m.eval(s1)}, {m.eval(e1)}] and [{m.eval(s2)}, {m.eval(e2)}] "
                                        f"changes the coverage of hash {m.eval(h)}")
 
 
-def round_robin_loads(n, consumers: int, segments_max=SEGMENTS_MAX):
+def round_robin_loads(n, consumers: int, segments_max=SEGMENTS_MAX, wraps_to_first=False):
     """Segments sorted by start, consumers by name, segment i to consumer i mod c: the load of
-    each consumer as a term in the symbolic number of active segments ``n``."""
-    return [z3.Sum([z3.If(i < n, 1, 0) for i in range(segments_max) if i % consumers == k] or [z3.IntVal(0)])
+    each consumer as a term in the symbolic number of active segments ``n`` (``wraps_to_first``:
+    a broken assignment, i mod (c + 1), that gives the extra turn to the first consumer)."""
+    def owner(i):
+        return i % (consumers + 1) % consumers if wraps_to_first else i % consumers
+    return [z3.Sum([z3.If(i < n, 1, 0) for i in range(segments_max) if owner(i) == k] or [z3.IntVal(0)])
             for k in range(consumers)]
 
 
-def round_robin_balanced():
+def round_robin_balanced(wraps_to_first=False):
     n = z3.Int("segments")
 
     def claim(c):
-        loads = round_robin_loads(n, c)
+        loads = round_robin_loads(n, c, wraps_to_first=wraps_to_first)
         balanced = [z3.And(a - b <= 1, b - a <= 1) for a in loads for b in loads]
         return z3.Implies(z3.And(0 <= n, n <= SEGMENTS_MAX), z3.And(z3.Sum(loads) == n, *balanced))
     return all_of(valid(claim(c), show=lambda m, c=c: f"{m[n]} segments over {c} consumers are unbalanced")

@@ -79,15 +79,27 @@ def inductive(init, inv, inv_next, steps: dict, before: Callable[[z3.ModelRef], 
 def agreement(pre, step, post, allowed=None, show: Callable[[z3.ModelRef], str] | None = None) -> list[str]:
     """How a transition formula ``step`` disagrees with one concrete transition of the Python
     model: from ``pre`` it must admit ``post``, and nothing outside ``allowed`` (default: ``post``)."""
-    solver = z3.Solver()
-    solver.add(pre, step)
     out = []
-    solver.push()
-    solver.add(post)
-    if solver.check() != z3.sat:
+    admits, _ = _decide(pre, step, post)
+    if admits == z3.unsat:
         out.append("the formula does not admit the model's successor")
-    solver.pop()
-    solver.add(z3.Not(post if allowed is None else allowed))
-    if solver.check() == z3.sat:
-        out.append("the formula admits a successor the model lacks" + (f": {show(solver.model())}" if show else ""))
+    more, m = _decide(pre, step, z3.Not(post if allowed is None else allowed))
+    if more == z3.sat:
+        out.append("the formula admits a successor the model lacks" + (f": {show(m)}" if show else ""))
+    out += [f"Z3 answered unknown ({what})" for what, r in (("admits", admits), ("nothing else", more))
+            if r == z3.unknown]
     return out
+
+
+def _decide(*facts, seeds=(0, 1, 2, 3)):
+    """sat or unsat for ``facts``, with its model when sat. On a formula with array lambdas Z3 may
+    answer unknown (incomplete quantifiers) under one random seed and decide under another; only
+    an answer under every seed tried stays unknown."""
+    for seed in seeds:
+        solver = z3.Solver()
+        solver.set("random_seed", seed)
+        solver.add(*facts)
+        answer = solver.check()
+        if answer != z3.unknown:
+            return answer, solver.model() if answer == z3.sat else None
+    return z3.unknown, None

@@ -76,6 +76,9 @@ def test_the_pip373_counterexamples_are_the_explorers_findings():
 def test_a_broken_encoding_fails_its_proof():
     bad = zl.split_keeps_coverage(overflowing=True)  # a 16-bit (short) midpoint overflows
     assert bad.status == VIOLATED and "split of [" in bad.detail
+    assert zl.merge_keeps_coverage(drops_last=True).status == VIOLATED
+    assert zl.create_covers_each_hash_once(4, overlapping=True).status == VIOLATED
+    assert zl.round_robin_balanced(wraps_to_first=True).status == VIOLATED
     assert zr.bounded(True).status == PROVED
 
 
