@@ -1,27 +1,27 @@
 """Level-synchronous breadth-first search on Apache Spark.
 
-The frontier and the visited set are RDDs partitioned by fingerprint (the
-fingerprint is the partition number's hash: never ``portable_hash``). The
-executors build the same model from the registry as the in-process explorer
-(one source of truth). Each level is two steps:
+The states are partitioned by fingerprint (``fp % P``: the fingerprint is already a stable
+hash, never ``portable_hash``). The executors build the same model from the registry as the
+in-process explorer (one source of truth). Each level is one Spark stage of P tasks after one
+shuffle; task ``q`` of level ``d``:
 
-1. **expand**: each frontier partition decodes its states, computes their
-   successors, checks action properties and deadlocks (where parent, action and
-   successor meet), and keeps one record per distinct successor: the smallest
-   ``(parent, action)`` reaching it (so runs are deterministic), its encoding
-   (the bytes its fingerprint hashed: no extra serialisation), the invariants
-   it breaks and its liveness labels.
-2. **dedupe**: the records are shuffled by fingerprint; each visited partition
-   (one set of fingerprints) keeps the smallest record per fingerprint, drops
-   what it already holds, and grows in the same pass. The new states are the
-   next frontier, already on their own partition.
+1. **dedupe**: receives the candidate successors that hash to ``q`` (shuffled in blobs of
+   records, so the JVM moves a few large byte strings, not millions of objects), keeps the
+   smallest ``(parent, action)`` per fingerprint (so runs are deterministic), and drops what
+   partition ``q``'s visited set already holds (a sorted ``int64`` array: one binary search per
+   candidate, one merge per level);
+2. **check**: decodes each new state once, checks the invariants and computes its liveness
+   labels, and writes the level's links and the grown visited set for ``q`` (``checkpoint.py``);
+3. **expand**: computes the successors of the new states that broke no invariant (a violating
+   state is not expanded, as in-process), checks action properties and deadlocks where parent,
+   action and successor meet, and ships the locally distinct successors to their partitions:
+   the next level's input.
 
-A violating state is not expanded further, as in-process. Counts, depth,
-coverage, verdicts and counterexample lengths equal the in-process explorer's;
-each level is checkpointed (``checkpoint.py``) so an interrupted run continues
-where it stopped; ``(fingerprint, parent, action)`` links on disk rebuild the
-shortest counterexamples; for liveness properties every transition is written
-too, and the in-process liveness check runs on that graph (``graph.py``).
+Counts, depth, coverage, verdicts and counterexample lengths equal the in-process explorer's;
+each level is checkpointed so an interrupted run continues where it stopped (the last level is
+expanded again from its files); ``(fingerprint, parent, action)`` links on disk rebuild the
+shortest counterexamples; for liveness properties every transition is written too, and the
+in-process liveness check runs on that graph (``graph.py``).
 """
 from __future__ import annotations
 
@@ -40,8 +40,12 @@ from pulsar_verify.fingerprint import decode, encode, fingerprint, fingerprint_e
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import Action, Model, UsageError
 
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, edges_schema, links_schema, read_parts, read_visited, write_table, \
+    write_visited
 from .session import spark_session
+
+FLUSH = 50_000  # locally distinct successors held by a task before it ships them
+CHUNK = 10_000  # records per shuffled blob
 
 _models: dict = {}
 
@@ -65,11 +69,6 @@ def _labels(model, state) -> bytes | None:
                                for p in model.liveness), 2)
 
 
-def by_fingerprint(fp: int) -> int:
-    """Partition function: the fingerprint is already a stable hash."""
-    return fp
-
-
 def dump_action(action: Action) -> bytes:
     """Actions are plain data (a label and primitive parameters): ``marshal`` is stable and
     executes no code when read back."""
@@ -81,7 +80,12 @@ def load_action(blob: bytes) -> Action:
     return Action(name, params)
 
 
-# -- the two steps, run on the executors --------------------------------------------------------
+def _to_partition(dest: int) -> int:
+    """Partition function of the shuffle: records are keyed by their partition already."""
+    return dest
+
+
+# -- the level task, run on the executors -------------------------------------------------------
 def _without_gc(fn):
     """Run a partition function with the cyclic collector paused, as the in-process explorer
     does: states are acyclic, and the collector's rescans of the live states and the
@@ -90,7 +94,7 @@ def _without_gc(fn):
         enabled = gc.isenabled()
         gc.disable()
         try:
-            yield from fn(*args)
+            return (yield from fn(*args))
         finally:
             if enabled:
                 gc.enable()
@@ -98,21 +102,27 @@ def _without_gc(fn):
     return run
 
 
-@_without_gc
-def _expand(spec, graph, rows):
-    """A frontier partition's successors, one record per distinct one:
-    (fp, ("S", parent, action bytes, encoding, broken invariants, labels)); transitions as
-    (fp, ("E", action bytes, succ fp)) when the graph is kept; then (0, ("T", stats))."""
-    model = _model(spec)
+def _ship(best: dict, parts: int):
+    """The held successors as ("B", partition, blob) records of at most CHUNK each."""
+    by_part: dict = {}
+    for tf, (parent, key, data) in best.items():
+        by_part.setdefault(tf % parts, []).append((tf, parent, key, data))
+    for dest, records in sorted(by_part.items()):
+        for i in range(0, len(records), CHUNK):
+            yield "B", dest, marshal.dumps(records[i:i + CHUNK])
+
+
+def _expand(model, states, parts: int, edges: Path | None):
+    """Successors of ``states`` [(fp, state)], shipped to their partitions; returns the
+    transitions, coverage, deadlocks and broken action properties of the expansion."""
     symmetric = _symmetric(model)
     action_props = model.action_properties
-    invariants = model.invariants
     transitions = 0
     coverage: Counter = Counter()
     deadlocks, action_bad = [], []
+    edge_cols = ([], [], []) if edges is not None else None
     best: dict = {}
-    for fp, blob in rows:
-        s = decode(blob)
+    for fp, s in states:
         succ = model.successors(s)
         if not succ and not model.is_terminal(s):
             deadlocks.append(fp)
@@ -127,87 +137,84 @@ def _expand(spec, graph, rows):
                 tf, data = fingerprint(model.canonicalize(t)), encode(t)
             else:
                 tf, data = fingerprint_encoded(t)
-            if graph:
-                yield fp, ("E", key, tf)
+            if edge_cols is not None:
+                edge_cols[0].append(fp)
+                edge_cols[1].append(key)
+                edge_cols[2].append(tf)
             known = best.get(tf)
-            if known is None:
-                broken = tuple(p.id for p in invariants if not p.check(model, t))
-                best[tf] = ("S", fp, key, data, broken, _labels(model, t))
-            elif (fp, key) < (known[1], known[2]):
-                best[tf] = ("S", fp, key, data, known[4], known[5])
-    yield from best.items()
-    yield 0, ("T", transitions, dict(coverage), deadlocks, action_bad)
+            if known is None or (fp, key) < (known[0], known[1]):
+                best[tf] = (fp, key, data)
+        if len(best) >= FLUSH:
+            yield from _ship(best, parts)
+            best = {}
+    yield from _ship(best, parts)
+    if edge_cols is not None:
+        write_table(edges, dict(zip(("fp", "action", "succ"), edge_cols)), edges_schema())
+    return {"expanded": len(states), "transitions": transitions, "coverage": dict(coverage),
+            "deadlocks": deadlocks, "action_bad": action_bad}
 
 
 @_without_gc
-def _dedupe(rows):
-    """One partition of ``visited`` (None, set of fingerprints) with the records shuffled to it:
-    the smallest record of each fingerprint not visited as ("N", fp, record), the grown set as
-    (None, set), transitions and stats passed on, then ("C", new count, [(fp, broken)])."""
-    seen: set = set()
+def _advance(job, q: int, rows):
+    """Level ``level``, partition ``q``: the new states among the shuffled candidates, their
+    files, and (when ``expand``) their successors; then one ("T", summary) record."""
+    import numpy as np
+    spec, root, level, parts, expand, graph = job
+    model = _model(spec)
+    ckpt = Checkpoint(Path(root))
     best: dict = {}
-    for key, value in rows:
-        if key is None:
-            seen = value
-        elif value[0] == "S":
-            known = best.get(key)
-            if known is None or (value[1], value[2]) < (known[1], known[2]):
-                best[key] = value
-        elif value[0] == "E":
-            yield "E", key, value[1], value[2]
-        else:
-            yield value
-    # The set was unpickled from the cache for this task alone: it grows in place (each candidate
-    # fingerprint is distinct, so a fingerprint added here is never tested again).
-    found, count = [], 0
-    for fp, record in best.items():
-        if fp not in seen:
-            seen.add(fp)
-            count += 1
-            if record[4]:
-                found.append((fp, record[4]))
-            yield "N", fp, record
-    yield None, seen
-    yield "C", count, found
+    for _, blob in rows:
+        for fp, parent, key, data in marshal.loads(blob):
+            known = best.get(fp)
+            if known is None or (parent, key) < (known[0], known[1]):
+                best[fp] = (parent, key, data)
+    visited = read_visited(ckpt.visited(ckpt.level_dir(level - 1), q))
+    cand = np.fromiter(best, dtype=np.int64, count=len(best))
+    cand.sort()
+    at = np.searchsorted(visited, cand)
+    seen = at < len(visited)
+    seen[seen] = visited[at[seen]] == cand[seen]
+    fresh = ~seen
+    new = cand[fresh]
+    partial = ckpt.partial_dir(level)
+    write_visited(ckpt.visited(partial, q), np.insert(visited, at[fresh], new))
+    del visited, cand, at, seen, fresh
+
+    invariants = model.invariants
+    cols = {name: [] for name in ("fp", "parent", "action", "labels", "bad", "state")}
+    good, found = [], []
+    for fp in new.tolist():
+        parent, key, data = best.pop(fp)
+        s = decode(data)
+        broken = tuple(p.id for p in invariants if not p.check(model, s))
+        for name, value in zip(cols, (fp, parent, key, _labels(model, s), bool(broken), None if broken else data)):
+            cols[name].append(value)
+        if broken:
+            found.append((fp, broken))
+        elif expand:
+            good.append((fp, s))
+    best.clear()
+    write_table(ckpt.links(partial, q), cols, links_schema())
+    del cols
+    summary = {"new": len(new), "found": found}
+    if expand:
+        summary.update((yield from _expand(model, good, parts, ckpt.edges_file(level, q) if graph else None)))
+    yield "T", summary
 
 
-def _link_row(row):
-    _, fp, (_, parent, action, data, broken, labels) = row
-    return fp, parent, action, labels, bool(broken), None if broken else data
-
-
-# -- Parquet -------------------------------------------------------------------------------------
-def _schemas():
-    from pyspark.sql.types import BinaryType, BooleanType, LongType, StructField, StructType
-    links = StructType([StructField("fp", LongType(), False), StructField("parent", LongType(), True),
-                        StructField("action", BinaryType(), True), StructField("labels", BinaryType(), True),
-                        StructField("bad", BooleanType(), False), StructField("state", BinaryType(), True)])
-    edges = StructType([StructField("fp", LongType(), False), StructField("action", BinaryType(), False),
-                        StructField("succ", LongType(), False)])
-    return links, edges
-
-
-def _write(spark, rdd, schema, path: Path) -> None:
-    spark.createDataFrame(rdd, schema, verifySchema=False).write.mode("overwrite").parquet(path.as_uri())
-
-
-def _unreadable(what: str, path: Path, exc: Exception) -> UsageError:
-    return UsageError(f"corrupted checkpoint: cannot read {what} at {path}: "
-                      f"{str(exc).strip().splitlines()[0][:200]}")
-
-
-def _read(spark, path: Path, what: str):
-    try:
-        return spark.read.parquet(path.as_uri())
-    except Exception as exc:  # AnalysisException / Py4JJavaError: a damaged or missing file
-        raise _unreadable(what, path, exc) from None
-
-
-def _count(df, path: Path, what: str) -> int:
-    try:
-        return df.count()
-    except Exception as exc:  # a damaged file is found when its rows are read
-        raise _unreadable(what, path, exc) from None
+@_without_gc
+def _prime(job, q: int):
+    """Expand again the good states of a committed level: the start of a run, or of a resumed one."""
+    import pyarrow.parquet as pq
+    spec, root, level, parts, _, graph = job
+    model = _model(spec)
+    ckpt = Checkpoint(Path(root))
+    table = pq.read_table(ckpt.links(ckpt.level_dir(level), q), columns=["fp", "bad", "state"])
+    states = [(fp, decode(data)) for fp, bad, data in zip(*(table.column(c).to_pylist() for c in table.column_names))
+              if not bad]
+    del table
+    summary = yield from _expand(model, states, parts, ckpt.edges_file(level, q) if graph else None)
+    yield "T", {"new": 0, "found": [], **summary}
 
 
 # -- the search ------------------------------------------------------------------------------------
@@ -240,9 +247,11 @@ class SparkExplorer:
 
     # -- level 0, or the last complete level of a checkpoint -------------------------------------
     def _initial(self) -> dict:
+        import numpy as np
         model = self.model
         symmetric = _symmetric(model)
-        violated, rows = [], []
+        violated = []
+        cols = [{name: [] for name in links_schema().names} for _ in range(self.parts)]
         for s in model.init_states():
             fp = fingerprint(model.canonicalize(s) if symmetric else s)
             if fp in self.init_by_fp:
@@ -250,13 +259,21 @@ class SparkExplorer:
             self.init_by_fp[fp] = s
             broken = [p.id for p in model.invariants if not p.check(model, s)]
             violated += [[pid, 0, fp, None] for pid in broken]
-            rows.append((fp, None, None, _labels(model, s), bool(broken), None if broken else encode(s)))
-        self.ckpt.partial_dir(0).mkdir(parents=True, exist_ok=True)
-        _write(self.spark, self.sc.parallelize(rows, 1), _schemas()[0], self.ckpt.partial_dir(0) / "links.parquet")
+            row = (fp, None, None, _labels(model, s), bool(broken), None if broken else encode(s))
+            for name, value in zip(links_schema().names, row):
+                cols[fp % self.parts][name].append(value)
+        partial = self.ckpt.partial_dir(0)
+        for q, part in enumerate(cols):
+            write_table(self.ckpt.links(partial, q), part, links_schema())
+            write_visited(self.ckpt.visited(partial, q), np.array(sorted(part["fp"]), dtype=np.int64))
         self.ckpt.commit(0)
-        manifest = {**self.identity, "init": sorted(self.init_by_fp), "levels": 0,
-                    "level_sizes": [len(rows)], "frontier_size": sum(1 for r in rows if not r[4]),
-                    "transitions": 0, "coverage": {}, "violated": violated, "stats": [], "seconds": 0.0,
+        count = len(self.init_by_fp)
+        stats = {"level": 0, "new": count, "expanded": 0, "transitions": 0, "states": count, "seconds": 0.0,
+                 "rate": 0.0}
+        manifest = {**self.identity, "partitions": self.parts, "init": sorted(self.init_by_fp), "levels": 0,
+                    "level_sizes": [len(self.init_by_fp)], "expanded": False,
+                    "frontier_size": len(self.init_by_fp) - len({v[2] for v in violated}),
+                    "transitions": 0, "coverage": {}, "violated": violated, "stats": [stats], "seconds": 0.0,
                     "done": False}
         self.ckpt.save(manifest)
         return manifest
@@ -264,6 +281,8 @@ class SparkExplorer:
     def _resume(self) -> dict:
         manifest = self.ckpt.load(self.identity)
         self.ckpt.discard_uncommitted(manifest["levels"])
+        self.ckpt.verify(manifest)
+        self.parts = manifest["partitions"]  # the files are laid out for these
         model = self.model
         symmetric = _symmetric(model)
         for s in model.init_states():
@@ -273,94 +292,93 @@ class SparkExplorer:
                              f"(its initial states differ); use --fresh to discard it")
         return manifest
 
-    def _load_sets(self, manifest: dict):
-        """The visited set and the frontier (the last level's states that broke no invariant),
-        read back from the files and checked against the manifest."""
-        fps = None
-        for level, size in enumerate(manifest["level_sizes"]):
-            path = self.ckpt.level_dir(level) / "links.parquet"
-            df = _read(self.spark, path, f"level {level}")
-            if _count(df, path, f"level {level}") != size:
-                raise UsageError(f"corrupted checkpoint: level {level} at {path} does not hold the "
-                                 f"{size:,} states its manifest records")
-            fps = df.select("fp") if fps is None else fps.union(df.select("fp"))
-            last = df
-        visited = (fps.rdd.map(lambda r: (r[0], None)).partitionBy(self.parts, by_fingerprint)
-                   .mapPartitions(lambda rows: [(None, {fp for fp, _ in rows})], preservesPartitioning=True)
-                   .persist(self.storage))
-        frontier = (last.where("NOT bad").select("fp", "state").rdd.map(lambda r: (r[0], bytes(r[1])))
-                    .partitionBy(self.parts, by_fingerprint).persist(self.storage))
-        return visited, frontier
+    # -- the jobs ------------------------------------------------------------------------------
+    def _job(self, level: int, expand: bool) -> tuple:
+        return self.spec, str(self.ckpt.root), level, self.parts, expand, self.graph
 
-    # -- one level -------------------------------------------------------------------------------
-    def _level(self, depth: int, visited, frontier, manifest: dict):
-        spec, parts, graph = self.spec, self.parts, self.graph
-        partial = self.ckpt.partial_dir(depth + 1)
-        partial.mkdir(parents=True, exist_ok=True)
+    def _run(self, rdd):
+        """Run a level's tasks: their output is cached for the next level, their summaries
+        come back to the driver."""
+        rdd = rdd.persist(self.storage)
+        return rdd, rdd.filter(lambda r: r[0] == "T").map(lambda r: r[1]).collect()
+
+    def _prime(self, manifest: dict):
+        """The last committed level's successors; its expansion is counted unless it was already."""
+        level = manifest["levels"]
+        job = self._job(level, True)
+        self.ckpt.edges_path(level).mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
+        out, summaries = self._run(self.sc.parallelize(range(self.parts), self.parts)
+                                   .mapPartitionsWithIndex(lambda q, _: _prime(job, q)))
+        if not manifest["expanded"]:
+            manifest = self._count(manifest, level, summaries)
+            manifest["expanded"] = True
+            last = manifest["stats"][-1]
+            last.update(expanded=manifest["frontier_size"], transitions=sum(s["transitions"] for s in summaries))
+            last["seconds"] = round(last["seconds"] + time.perf_counter() - started, 3)
+            self.ckpt.save(manifest)
+        return out, manifest
 
-        shuffled = (frontier.mapPartitions(lambda rows: _expand(spec, graph, rows))
-                    .partitionBy(parts, by_fingerprint))
-        # Co-partitioned with ``visited``: the union lines up partition by partition, no shuffle.
-        deduped = (visited.union(shuffled).mapPartitions(_dedupe, preservesPartitioning=True)
-                   .persist(self.storage))
-        # One job for every figure of the level; the files and the next level read the cache.
-        summary = deduped.filter(lambda r: r[0] in ("T", "C")).collect()
-        new = deduped.filter(lambda r: r[0] == "N")
-        _write(self.spark, new.map(_link_row), _schemas()[0], partial / "links.parquet")
-        if graph:
-            _write(self.spark, deduped.filter(lambda r: r[0] == "E").map(lambda r: r[1:]), _schemas()[1],
-                   self.ckpt.edges_path(depth))
-        next_frontier = new.filter(lambda r: not r[2][4]).map(lambda r: (r[1], r[2][3]), preservesPartitioning=True)
-        next_visited = deduped.filter(lambda r: r[0] is None)
-        if (depth + 1) % 16 == 0:  # cut the lineage that grows by one union per level
-            next_visited = next_visited.persist(self.storage)
-            next_visited.localCheckpoint()
-
-        transitions, count, coverage = 0, 0, Counter(manifest["coverage"])
+    def _count(self, manifest: dict, level: int, summaries: list) -> dict:
+        """Add the expansion of ``level`` (transitions, coverage, deadlocks, action properties)."""
         violated = manifest["violated"]
         known = {v[0] for v in violated}
-
-        def note(pid, level, fp, action=None):
+        coverage = Counter(manifest["coverage"])
+        deadlocks, action_bad = [], []
+        for s in summaries:
+            coverage.update(s.get("coverage", {}))
+            deadlocks += s.get("deadlocks", [])
+            action_bad += s.get("action_bad", [])
+        if deadlocks and DEADLOCK.id not in known:
+            known.add(DEADLOCK.id)
+            violated.append([DEADLOCK.id, level, min(deadlocks), None])
+        for pid, fp, a in sorted(action_bad):
             if pid not in known:
                 known.add(pid)
-                violated.append([pid, level, fp, action])
+                violated.append([pid, level, fp, a.hex()])
+        return {**manifest, "transitions": manifest["transitions"] + sum(s.get("transitions", 0) for s in summaries),
+                "coverage": dict(coverage), "violated": violated}
 
-        found = []
-        for record in summary:
-            if record[0] == "C":
-                count += record[1]
-                found += record[2]
-                continue
-            _, part_transitions, cov, deadlocks, action_bad = record
-            transitions += part_transitions
-            coverage.update(cov)
-            if deadlocks:
-                note(DEADLOCK.id, depth, min(deadlocks))
-            for pid, fp, a in sorted(action_bad):
-                note(pid, depth, fp, a.hex())
-        for fp, broken in sorted(found):
+    def _level(self, level: int, incoming, manifest: dict):
+        """Level ``level`` from the previous level's shipped successors."""
+        expand = self.max_depth is None or level < self.max_depth
+        job = self._job(level, expand)
+        self.ckpt.partial_dir(level).mkdir(parents=True, exist_ok=True)
+        if expand and self.graph:
+            self.ckpt.edges_path(level).mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        out, summaries = self._run(incoming.filter(lambda r: r[0] == "B").map(lambda r: (r[1], r[2]))
+                                   .partitionBy(self.parts, _to_partition)
+                                   .mapPartitionsWithIndex(lambda q, rows: _advance(job, q, rows)))
+        count = sum(s["new"] for s in summaries)
+        found = sorted(f for s in summaries for f in s["found"])
+        violated = manifest["violated"]
+        known = {v[0] for v in violated}
+        for fp, broken in found:
             for pid in broken:
-                note(pid, depth + 1, fp)
+                if pid not in known:
+                    known.add(pid)
+                    violated.append([pid, level, fp, None])
+        if count:
+            manifest = self._count({**manifest, "violated": violated}, level, summaries)
         seconds = time.perf_counter() - started
-        stats = {"level": depth + 1, "expanded": manifest["frontier_size"], "new": count,
-                 "transitions": transitions, "states": sum(manifest["level_sizes"]) + count,
+        total = sum(manifest["level_sizes"]) + count
+        stats = {"level": level, "new": count, "expanded": count - len(found) if expand else 0,
+                 "transitions": sum(s.get("transitions", 0) for s in summaries), "states": total,
                  "seconds": round(seconds, 3), "rate": round(count / seconds, 1) if seconds else 0.0}
-        manifest = {**manifest, "levels": depth + 1 if count else depth,
+        manifest = {**manifest, "levels": level if count else level - 1,
                     "level_sizes": manifest["level_sizes"] + ([count] if count else []),
-                    "frontier_size": count - len(found) if count else 0,
-                    "transitions": manifest["transitions"] + transitions, "coverage": dict(coverage),
-                    "violated": violated, "stats": manifest["stats"] + [stats],
-                    "seconds": manifest["seconds"] + seconds, "done": count == 0}
-        return manifest, next_visited, next_frontier, deduped, partial
+                    "frontier_size": count - len(found) if count else 0, "expanded": expand,
+                    "stats": manifest["stats"] + [stats], "seconds": manifest["seconds"] + seconds,
+                    "done": count == 0}
+        return out, manifest
 
     def run(self) -> Result:
         wall = time.perf_counter()
         self.ckpt.start(self.fresh)
         resumed = self.ckpt.exists()
         manifest = self._resume() if resumed else self._initial()
-        visited, frontier = self._load_sets(manifest)
-        held = [visited, frontier]
+        incoming = None
         complete = True
         while not manifest["done"]:
             depth = manifest["levels"]
@@ -369,24 +387,25 @@ class SparkExplorer:
                     or (self.max_states is not None and sum(manifest["level_sizes"]) >= self.max_states)):
                 complete = False
                 break
-            manifest, visited_next, frontier_next, deduped, partial = self._level(
-                depth, visited, frontier, manifest)
+            if incoming is None:
+                incoming, manifest = self._prime(manifest)
+                continue  # its expansion may have found a violation
+            out, manifest = self._level(depth + 1, incoming, manifest)
             if manifest["done"]:
-                shutil.rmtree(partial)
+                shutil.rmtree(self.ckpt.partial_dir(depth + 1))
             else:
                 self.ckpt.commit(depth + 1)
             self.ckpt.save(manifest)
-            for rdd in held:  # the next level reads only this level's cache
-                rdd.unpersist()
-            visited, frontier = visited_next, frontier_next
-            held = [deduped, visited]
+            self.ckpt.drop_visited_before(manifest["levels"])
+            incoming.unpersist()
+            incoming = out
             if self.progress is not None:
                 total = sum(manifest["level_sizes"])
                 self.progress({"depth": manifest["levels"], "states": total, "frontier": manifest["frontier_size"],
                                "level_done": True, "rate": total / max(manifest["seconds"], 1e-9),
                                "level_seconds": manifest["stats"][-1]["seconds"]})
-        for rdd in held:
-            rdd.unpersist()
+        if incoming is not None:
+            incoming.unpersist()
         result = self._result(manifest, complete)
         result.seconds = manifest["seconds"] if resumed else time.perf_counter() - wall
         self._write_results(result, manifest)
@@ -395,14 +414,17 @@ class SparkExplorer:
     # -- results --------------------------------------------------------------------------------
     def _paths(self, wanted: dict[int, int]) -> dict[int, list[int]]:
         """Fingerprint path from an initial state to each wanted (fp -> level)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
         paths = {fp: [fp] for fp in wanted}
         at = {fp: fp for fp in wanted}
         for level in range(max(wanted.values(), default=0), 0, -1):
-            need = {at[fp] for fp, lv in wanted.items() if lv >= level}
-            df = _read(self.spark, self.ckpt.level_dir(level) / "links.parquet", f"level {level}")
-            from pyspark.sql.functions import col
-            parents = {r[0]: (r[1], bytes(r[2])) for r in
-                       df.where(col("fp").isin(list(need))).select("fp", "parent", "action").collect()}
+            need = sorted({at[fp] for fp, lv in wanted.items() if lv >= level})
+            table = read_parts(self.ckpt.level_dir(level) / "links.parquet", ["fp", "parent", "action"],
+                               f"level {level}", self.parts)
+            table = table.filter(pc.is_in(table.column("fp"), value_set=pa.array(need, pa.int64())))
+            parents = {fp: (parent, action) for fp, parent, action in
+                       zip(*(table.column(c).to_pylist() for c in ("fp", "parent", "action")))}
             for fp, lv in wanted.items():
                 if lv >= level:
                     parent, action = parents[at[fp]]
@@ -450,26 +472,23 @@ class SparkExplorer:
         return result
 
     def _write_results(self, result: Result, manifest: dict) -> None:
-        from pyspark.sql.types import (DoubleType, LongType, StringType, StructField, StructType)
+        import pyarrow as pa
         root = self.ckpt.root
         stats = manifest["stats"]
         (root / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
-        schema = StructType([StructField("level", LongType()), StructField("expanded", LongType()),
-                             StructField("new", LongType()), StructField("transitions", LongType()),
-                             StructField("states", LongType()), StructField("seconds", DoubleType()),
-                             StructField("rate", DoubleType())])
-        rows = [(s["level"], s["expanded"], s["new"], s["transitions"], s["states"], float(s["seconds"]),
-                 float(s["rate"])) for s in stats]
-        self.spark.createDataFrame(rows, schema).coalesce(1).write.mode("overwrite").parquet(
-            (root / "stats.parquet").as_uri())
+        fields = [("level", pa.int64()), ("expanded", pa.int64()), ("new", pa.int64()),
+                  ("transitions", pa.int64()), ("states", pa.int64()), ("seconds", pa.float64()),
+                  ("rate", pa.float64())]
+        write_table(root / "stats.parquet", {name: [s[name] for s in stats] for name, _ in fields},
+                    pa.schema(fields))
         docs = [{**v.as_dict(), "itf": trace_document(self.model, v.states, v.actions, v.as_dict(), v.loop)}
                 for v in result.violations]
         (root / "violations.json").write_text(json.dumps(docs, indent=1) + "\n")
-        vschema = StructType([StructField("property", StringType()), StructField("kind", StringType()),
-                              StructField("length", LongType()), StructField("itf", StringType())])
-        self.spark.createDataFrame([(d["property"], d["kind"], d["length"], json.dumps(d["itf"])) for d in docs],
-                                   vschema).coalesce(1).write.mode("overwrite").parquet(
-            (root / "violations.parquet").as_uri())
+        write_table(root / "violations.parquet",
+                    {"property": [d["property"] for d in docs], "kind": [d["kind"] for d in docs],
+                     "length": [d["length"] for d in docs], "itf": [json.dumps(d["itf"]) for d in docs]},
+                    pa.schema([("property", pa.string()), ("kind", pa.string()), ("length", pa.int64()),
+                               ("itf", pa.string())]))
 
 
 def explore_spark(model: Model, **kw) -> Result:

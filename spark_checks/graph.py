@@ -12,30 +12,37 @@ import marshal
 from pulsar_verify.explorer import path_to
 from pulsar_verify.liveness import check_liveness
 
+from .checkpoint import read_parts
+
+
+def _rows(table, columns):
+    return zip(*(table.column(c).to_pylist() for c in columns))
+
 
 class DiskGraph:
     """What ``check_liveness`` reads from an explorer: model, graph, labels, path_to."""
 
     def __init__(self, explorer, manifest: dict):
-        from .bfs import _read, load_action
+        from .bfs import load_action
         self.model = explorer.model
         self.init_by_fp = explorer.init_by_fp
         self.parents: dict = {}
         self.labels: dict = {}
         self.graph: dict = {}
-        ckpt, spark = explorer.ckpt, explorer.spark
+        ckpt, parts = explorer.ckpt, manifest["partitions"]
+        columns = ["fp", "parent", "action", "labels", "bad"]
         for level in range(manifest["levels"] + 1):
-            path = ckpt.level_dir(level) / "links.parquet"
-            for fp, parent, action, labels, bad in _read(spark, path, f"level {level}").select(
-                    "fp", "parent", "action", "labels", "bad").collect():
-                self.parents[fp] = (parent, None if action is None else load_action(bytes(action)))
-                self.labels[fp] = (level, marshal.loads(bytes(labels)))
+            table = read_parts(ckpt.level_dir(level) / "links.parquet", columns, f"level {level}", parts)
+            for fp, parent, action, labels, bad in _rows(table, columns):
+                self.parents[fp] = (parent, None if action is None else load_action(action))
+                self.labels[fp] = (level, marshal.loads(labels))
                 if not bad:
                     self.graph[fp] = []
         for level in range(manifest["levels"] + 1):
-            edges = ckpt.edges_path(level)
-            for fp, action, succ in _read(spark, edges, f"the edges out of level {level}").collect():
-                self.graph[fp].append((load_action(bytes(action)), succ))
+            table = read_parts(ckpt.edges_path(level), ["fp", "action", "succ"],
+                               f"the edges out of level {level}", parts)
+            for fp, action, succ in _rows(table, ["fp", "action", "succ"]):
+                self.graph[fp].append((load_action(action), succ))
 
     def path_to(self, fp: int) -> tuple[list, list]:
         return path_to(self.model, self.parents, self.init_by_fp, fp)
