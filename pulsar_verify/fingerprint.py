@@ -143,22 +143,35 @@ def _class(tag: str) -> type:
     return cls
 
 
+# Decoded values, hash-consed by the bytes of their sub-tree (``marshal`` tells True from 1, as
+# dict keys of the trees themselves would not): equal sub-trees decode to one object, found
+# without walking it, so decoded states share their parts as the states of one process do, and
+# the canonical-form memo (by identity) hits across them. Cleared whole when full.
+_decoded: dict[bytes, Any] = {}
+
+
 def _build(node):
-    """The value of a canonical tree; each non-primitive part is memoised with its tree."""
-    t = type(node)
-    if t is tuple:
-        parts = [x if type(x) in _PRIMITIVE else _build(x) for x in node]
+    """The value of a canonical sub-tree; each is interned and memoised with its tree."""
+    key = marshal.dumps(node, 2)
+    value = _decoded.get(key)
+    if value is not None:
+        return value
+    prim = _PRIMITIVE
+    if type(node) is tuple:
+        parts = [x if type(x) in prim else _build(x) for x in node]
         value = node if all(a is b for a, b in zip(parts, node)) else tuple(parts)
-    elif t is list:
-        tag = node[0]
-        if tag == "#set":
-            value = frozenset([x if type(x) in _PRIMITIVE else _build(x) for x in node[1:]])
-        elif tag == "#map":
-            value = FrozenMap._sorted([_build(pair) for pair in node[1:]])
-        else:
-            value = _class(tag)(*[x if type(x) in _PRIMITIVE else _build(x) for x in node[1:]])
     else:
-        return node
+        tag = node[0]
+        parts = [x if type(x) in prim else _build(x) for x in node[1:]]
+        if tag == "#set":
+            value = frozenset(parts)
+        elif tag == "#map":
+            value = FrozenMap._sorted(parts)
+        else:
+            value = _class(tag)(*parts)
+    if len(_decoded) >= _MEMO_LIMIT:
+        _decoded.clear()
+    _decoded[key] = value
     if len(_memo) >= _MEMO_LIMIT:
         _memo.clear()
     _memo[id(value)] = (value, node)

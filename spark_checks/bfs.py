@@ -122,7 +122,9 @@ def _expand(model, states, parts: int, edges: Path | None):
     deadlocks, action_bad = [], []
     edge_cols = ([], [], []) if edges is not None else None
     best: dict = {}
+    expanded = 0
     for fp, s in states:
+        expanded += 1
         succ = model.successors(s)
         if not succ and not model.is_terminal(s):
             deadlocks.append(fp)
@@ -150,7 +152,7 @@ def _expand(model, states, parts: int, edges: Path | None):
     yield from _ship(best, parts)
     if edge_cols is not None:
         write_table(edges, dict(zip(("fp", "action", "succ"), edge_cols)), edges_schema())
-    return {"expanded": len(states), "transitions": transitions, "coverage": dict(coverage),
+    return {"expanded": expanded, "transitions": transitions, "coverage": dict(coverage),
             "deadlocks": deadlocks, "action_bad": action_bad}
 
 
@@ -181,24 +183,31 @@ def _advance(job, q: int, rows):
     del visited, cand, at, seen, fresh
 
     invariants = model.invariants
-    cols = {name: [] for name in ("fp", "parent", "action", "labels", "bad", "state")}
-    good, found = [], []
-    for fp in new.tolist():
-        parent, key, data = best.pop(fp)
-        s = decode(data)
-        broken = tuple(p.id for p in invariants if not p.check(model, s))
-        for name, value in zip(cols, (fp, parent, key, _labels(model, s), bool(broken), None if broken else data)):
-            cols[name].append(value)
-        if broken:
-            found.append((fp, broken))
-        elif expand:
-            good.append((fp, s))
-    best.clear()
-    write_table(ckpt.links(partial, q), cols, links_schema())
-    del cols
+    cols = {name: [] for name in links_schema().names}
+    found = []
+
+    def checked():
+        """Each new state decoded once, checked and recorded, and passed on to be expanded
+        straight away (so the canonical-form memo its decoding filled is still warm)."""
+        for fp in new.tolist():
+            parent, key, data = best.pop(fp)
+            s = decode(data)
+            broken = tuple(p.id for p in invariants if not p.check(model, s))
+            for name, value in zip(cols, (fp, parent, key, _labels(model, s), bool(broken),
+                                          None if broken else data)):
+                cols[name].append(value)
+            if broken:
+                found.append((fp, broken))
+            else:
+                yield fp, s
+
     summary = {"new": len(new), "found": found}
     if expand:
-        summary.update((yield from _expand(model, good, parts, ckpt.edges_file(level, q) if graph else None)))
+        summary.update((yield from _expand(model, checked(), parts, ckpt.edges_file(level, q) if graph else None)))
+    else:
+        for _ in checked():
+            pass
+    write_table(ckpt.links(partial, q), cols, links_schema())
     yield "T", summary
 
 
@@ -210,9 +219,8 @@ def _prime(job, q: int):
     model = _model(spec)
     ckpt = Checkpoint(Path(root))
     table = pq.read_table(ckpt.links(ckpt.level_dir(level), q), columns=["fp", "bad", "state"])
-    states = [(fp, decode(data)) for fp, bad, data in zip(*(table.column(c).to_pylist() for c in table.column_names))
-              if not bad]
-    del table
+    states = ((fp, decode(data)) for fp, bad, data in zip(*(table.column(c).to_pylist() for c in table.column_names))
+              if not bad)
     summary = yield from _expand(model, states, parts, ckpt.edges_file(level, q) if graph else None)
     yield "T", {"new": 0, "found": [], **summary}
 
