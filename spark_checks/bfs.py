@@ -96,6 +96,7 @@ def _without_gc(fn):
         try:
             return (yield from fn(*args))
         finally:
+            gc.freeze()  # what the task left (memo, interned parts) is not rescanned by the next ones
             if enabled:
                 gc.enable()
     run.__name__, run.__doc__ = fn.__name__, fn.__doc__
@@ -308,6 +309,7 @@ class SparkExplorer:
         """Run a level's tasks: their output is cached for the next level, their summaries
         come back to the driver."""
         rdd = rdd.persist(self.storage)
+        rdd.localCheckpoint()  # cut the lineage, which would otherwise grow by a shuffle per level
         return rdd, rdd.filter(lambda r: r[0] == "T").map(lambda r: r[1]).collect()
 
     def _prime(self, manifest: dict):
