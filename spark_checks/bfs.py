@@ -2,8 +2,10 @@
 
 The states are partitioned by fingerprint (``fp % P``: the fingerprint is already a stable
 hash, never ``portable_hash``). The executors build the same model from the registry as the
-in-process explorer (one source of truth). Each level is one Spark stage of P tasks after one
-shuffle; task ``q`` of level ``d``:
+in-process explorer (one source of truth). Each level is one Spark stage of P tasks, run as the
+map side of the shuffle the next level reads (``submitMapStage``: a level's output goes to the
+shuffle once, and is neither cached nor read back by the driver, which reads the tasks'
+summaries from the checkpoint directory); task ``q`` of level ``d``:
 
 1. **dedupe**: receives the candidate successors that hash to ``q`` (shuffled in blobs of
    records, so the JVM moves a few large byte strings, not millions of objects), keeps the
@@ -40,8 +42,8 @@ from pulsar_verify.fingerprint import decode, encode, fingerprint, fingerprint_e
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import Action, Model, UsageError
 
-from .checkpoint import Checkpoint, edges_schema, links_schema, read_parts, read_visited, write_table, \
-    write_visited
+from .checkpoint import Checkpoint, edges_schema, links_schema, read_parts, read_summaries, read_visited, \
+    write_summary, write_table, write_visited
 from .session import spark_session
 
 FLUSH = 50_000  # locally distinct successors held by a task before it ships them
@@ -80,6 +82,23 @@ def load_action(blob: bytes) -> Action:
     return Action(name, params)
 
 
+def spark_failure(exc: Exception) -> str:
+    """The root cause of a failed Spark job in one line ("java.lang.OutOfMemoryError: Java heap
+    space", or the exception a Python worker raised), not the JVM's stack."""
+    full = str(exc)
+    if "Traceback (most recent call last):" in full:  # raised in a Python worker: its exception line
+        tail = full.split("Traceback (most recent call last):")[-1].splitlines()
+        found = [line for line in tail if line.strip() and not line.startswith((" ", "\t"))]
+        if found:
+            return found[0][:300]
+    java = getattr(exc, "java_exception", None)
+    text = java.toString() if java is not None else full
+    text = text.split("most recent failure:")[-1].strip().splitlines()[0]
+    if text.startswith("Lost task") and "): " in text:
+        text = text.split("): ", 1)[1]
+    return text[:300]
+
+
 def _to_partition(dest: int) -> int:
     """Partition function of the shuffle: records are keyed by their partition already."""
     return dest
@@ -104,13 +123,13 @@ def _without_gc(fn):
 
 
 def _ship(best: dict, parts: int):
-    """The held successors as ("B", partition, blob) records of at most CHUNK each."""
+    """The held successors as (partition, blob) pairs of at most CHUNK records each."""
     by_part: dict = {}
     for tf, (parent, key, data) in best.items():
         by_part.setdefault(tf % parts, []).append((tf, parent, key, data))
     for dest, records in sorted(by_part.items()):
         for i in range(0, len(records), CHUNK):
-            yield "B", dest, marshal.dumps(records[i:i + CHUNK])
+            yield dest, marshal.dumps(records[i:i + CHUNK])
 
 
 def _expand(model, states, parts: int, edges: Path | None):
@@ -153,14 +172,17 @@ def _expand(model, states, parts: int, edges: Path | None):
     yield from _ship(best, parts)
     if edge_cols is not None:
         write_table(edges, dict(zip(("fp", "action", "succ"), edge_cols)), edges_schema())
+    first_bad: dict = {}
+    for pid, fp, key in sorted(action_bad):
+        first_bad.setdefault(pid, (fp, key))
     return {"expanded": expanded, "transitions": transitions, "coverage": dict(coverage),
-            "deadlocks": deadlocks, "action_bad": action_bad}
+            "deadlock": min(deadlocks, default=None), "action_bad": first_bad}
 
 
 @_without_gc
 def _advance(job, q: int, rows):
     """Level ``level``, partition ``q``: the new states among the shuffled candidates, their
-    files, and (when ``expand``) their successors; then one ("T", summary) record."""
+    files, and (when ``expand``) their successors; its figures go to ``summary-q`` beside them."""
     import numpy as np
     spec, root, level, parts, expand, graph = job
     model = _model(spec)
@@ -202,14 +224,18 @@ def _advance(job, q: int, rows):
             else:
                 yield fp, s
 
-    summary = {"new": len(new), "found": found}
+    summary = {"new": len(new)}
     if expand:
         summary.update((yield from _expand(model, checked(), parts, ckpt.edges_file(level, q) if graph else None)))
     else:
         for _ in checked():
             pass
     write_table(ckpt.links(partial, q), cols, links_schema())
-    yield "T", summary
+    first: dict = {}
+    for fp, broken in sorted(found):
+        for pid in broken:
+            first.setdefault(pid, fp)
+    write_summary(ckpt.summary(partial, q), {**summary, "bad": len(found), "found": first})
 
 
 @_without_gc
@@ -223,7 +249,7 @@ def _prime(job, q: int):
     states = ((fp, decode(data)) for fp, bad, data in zip(*(table.column(c).to_pylist() for c in table.column_names))
               if not bad)
     summary = yield from _expand(model, states, parts, ckpt.edges_file(level, q) if graph else None)
-    yield "T", {"new": 0, "found": [], **summary}
+    write_summary(ckpt.summary(ckpt.prime_dir(level), q), {"new": 0, "bad": 0, "found": {}, **summary})
 
 
 # -- the search ------------------------------------------------------------------------------------
@@ -248,8 +274,6 @@ class SparkExplorer:
         self.fresh = fresh
         self.spec = (model.name, model.config.variant, tuple(sorted(model.config.as_dict().items())))
         self.parts = partitions or max(2, self.sc.defaultParallelism)
-        from pyspark import StorageLevel
-        self.storage = StorageLevel.MEMORY_AND_DISK
         self.identity = {"model": model.name, "variant": model.config.variant,
                          "config": json.loads(json.dumps(model.config.as_dict())), "graph": self.graph}
         self.init_by_fp: dict[int, object] = {}
@@ -305,21 +329,39 @@ class SparkExplorer:
     def _job(self, level: int, expand: bool) -> tuple:
         return self.spec, str(self.ckpt.root), level, self.parts, expand, self.graph
 
-    def _run(self, rdd):
-        """Run a level's tasks: their output is cached for the next level, their summaries
-        come back to the driver."""
-        rdd = rdd.persist(self.storage)
-        rdd.localCheckpoint()  # cut the lineage, which would otherwise grow by a shuffle per level
-        return rdd, rdd.filter(lambda r: r[0] == "T").map(lambda r: r[1]).collect()
+    def _stage(self, tasks, where: Path) -> tuple:
+        """Run ``tasks`` as the map side of the shuffle the next level reads: Spark's own
+        ``submitMapStage``, so a level's output goes to the shuffle once and is never cached or
+        read back by the driver. Returns the shuffled RDD (the next level's input), its shuffle
+        id, and the task summaries the tasks wrote to ``where``."""
+        shuffled = tasks.partitionBy(self.parts, _to_partition)
+        # PySpark's partitionBy: valueOfPair(ShuffledRDD(PairwiseRDD)); its dependency is the shuffle.
+        dependency = shuffled._jrdd.rdd().dependencies().head().rdd().dependencies().head()
+        try:
+            self.sc._jsc.sc().submitMapStage(dependency).get()
+        except Exception as exc:  # Py4JJavaError: a task failed (out of memory, a lost executor, a model error)
+            raise UsageError(f"the Spark job failed ({spark_failure(exc)}); {self.ckpt.root} holds every level "
+                             f"up to the last one completed: run the same command again to continue") from None
+        return shuffled, dependency.shuffleId(), read_summaries(where, self.parts)
+
+    def _forget(self, shuffle: int | None) -> None:
+        """Delete a shuffle the next level has read (Spark would keep it for the lineage's sake)."""
+        cleaner = self.sc._jsc.sc().cleaner()
+        if shuffle is not None and cleaner.isDefined():
+            cleaner.get().doCleanupShuffle(shuffle, True)
 
     def _prime(self, manifest: dict):
         """The last committed level's successors; its expansion is counted unless it was already."""
         level = manifest["levels"]
         job = self._job(level, True)
         self.ckpt.edges_path(level).mkdir(parents=True, exist_ok=True)
+        where = self.ckpt.prime_dir(level)
+        where.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        out, summaries = self._run(self.sc.parallelize(range(self.parts), self.parts)
-                                   .mapPartitionsWithIndex(lambda q, _: _prime(job, q)))
+        shuffled, shuffle, summaries = self._stage(
+            self.sc.parallelize(range(self.parts), self.parts).mapPartitionsWithIndex(lambda q, _: _prime(job, q)),
+            where)
+        shutil.rmtree(where)
         if not manifest["expanded"]:
             manifest = self._count(manifest, level, summaries)
             manifest["expanded"] = True
@@ -327,7 +369,7 @@ class SparkExplorer:
             last.update(expanded=manifest["frontier_size"], transitions=sum(s["transitions"] for s in summaries))
             last["seconds"] = round(last["seconds"] + time.perf_counter() - started, 3)
             self.ckpt.save(manifest)
-        return out, manifest
+        return shuffled, shuffle, manifest
 
     def _count(self, manifest: dict, level: int, summaries: list) -> dict:
         """Add the expansion of ``level`` (transitions, coverage, deadlocks, action properties)."""
@@ -337,8 +379,9 @@ class SparkExplorer:
         deadlocks, action_bad = [], []
         for s in summaries:
             coverage.update(s.get("coverage", {}))
-            deadlocks += s.get("deadlocks", [])
-            action_bad += s.get("action_bad", [])
+            if s.get("deadlock") is not None:
+                deadlocks.append(s["deadlock"])
+            action_bad += [(pid, fp, key) for pid, (fp, key) in s.get("action_bad", {}).items()]
         if deadlocks and DEADLOCK.id not in known:
             known.add(DEADLOCK.id)
             violated.append([DEADLOCK.id, level, min(deadlocks), None])
@@ -353,42 +396,41 @@ class SparkExplorer:
         """Level ``level`` from the previous level's shipped successors."""
         expand = self.max_depth is None or level < self.max_depth
         job = self._job(level, expand)
-        self.ckpt.partial_dir(level).mkdir(parents=True, exist_ok=True)
+        partial = self.ckpt.partial_dir(level)
+        partial.mkdir(parents=True, exist_ok=True)
         if expand and self.graph:
             self.ckpt.edges_path(level).mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        out, summaries = self._run(incoming.filter(lambda r: r[0] == "B").map(lambda r: (r[1], r[2]))
-                                   .partitionBy(self.parts, _to_partition)
-                                   .mapPartitionsWithIndex(lambda q, rows: _advance(job, q, rows)))
+        shuffled, shuffle, summaries = self._stage(
+            incoming.mapPartitionsWithIndex(lambda q, rows: _advance(job, q, rows)), partial)
         count = sum(s["new"] for s in summaries)
-        found = sorted(f for s in summaries for f in s["found"])
+        bad = sum(s["bad"] for s in summaries)
         violated = manifest["violated"]
         known = {v[0] for v in violated}
-        for fp, broken in found:
-            for pid in broken:
-                if pid not in known:
-                    known.add(pid)
-                    violated.append([pid, level, fp, None])
+        for fp, pid in sorted((fp, pid) for s in summaries for pid, fp in s["found"].items()):
+            if pid not in known:
+                known.add(pid)
+                violated.append([pid, level, fp, None])
         if count:
             manifest = self._count({**manifest, "violated": violated}, level, summaries)
         seconds = time.perf_counter() - started
         total = sum(manifest["level_sizes"]) + count
-        stats = {"level": level, "new": count, "expanded": count - len(found) if expand else 0,
+        stats = {"level": level, "new": count, "expanded": count - bad if expand else 0,
                  "transitions": sum(s.get("transitions", 0) for s in summaries), "states": total,
                  "seconds": round(seconds, 3), "rate": round(count / seconds, 1) if seconds else 0.0}
         manifest = {**manifest, "levels": level if count else level - 1,
                     "level_sizes": manifest["level_sizes"] + ([count] if count else []),
-                    "frontier_size": count - len(found) if count else 0, "expanded": expand,
+                    "frontier_size": count - bad if count else 0, "expanded": expand,
                     "stats": manifest["stats"] + [stats], "seconds": manifest["seconds"] + seconds,
                     "done": count == 0}
-        return out, manifest
+        return shuffled, shuffle, manifest
 
     def run(self) -> Result:
         wall = time.perf_counter()
         self.ckpt.start(self.fresh)
         resumed = self.ckpt.exists()
         manifest = self._resume() if resumed else self._initial()
-        incoming = None
+        incoming = shuffle = None
         complete = True
         while not manifest["done"]:
             depth = manifest["levels"]
@@ -398,24 +440,23 @@ class SparkExplorer:
                 complete = False
                 break
             if incoming is None:
-                incoming, manifest = self._prime(manifest)
+                incoming, shuffle, manifest = self._prime(manifest)
                 continue  # its expansion may have found a violation
-            out, manifest = self._level(depth + 1, incoming, manifest)
+            incoming, read, manifest = self._level(depth + 1, incoming, manifest)
+            self._forget(shuffle)
+            shuffle = read
             if manifest["done"]:
                 shutil.rmtree(self.ckpt.partial_dir(depth + 1))
             else:
                 self.ckpt.commit(depth + 1)
             self.ckpt.save(manifest)
             self.ckpt.drop_visited_before(manifest["levels"])
-            incoming.unpersist()
-            incoming = out
             if self.progress is not None:
                 total = sum(manifest["level_sizes"])
                 self.progress({"depth": manifest["levels"], "states": total, "frontier": manifest["frontier_size"],
                                "level_done": True, "rate": total / max(manifest["seconds"], 1e-9),
                                "level_seconds": manifest["stats"][-1]["seconds"]})
-        if incoming is not None:
-            incoming.unpersist()
+        self._forget(shuffle)
         result = self._result(manifest, complete)
         result.seconds = manifest["seconds"] if resumed else time.perf_counter() - wall
         self._write_results(result, manifest)

@@ -13,6 +13,9 @@ Layout of ``OUT/spark/`` (P partitions, fixed when the run starts)::
     edges/level-0000K.parquet/part-0000q.parquet
                              fp, action, succ: every transition out of level K (liveness only;
                              a level expanded again after a restart rewrites its files)
+    level-0000K.partial/summary-0000q, prime-0000K.partial/summary-0000q
+                             a task's figures (counts, coverage, first violations), read and
+                             removed by the driver when the stage ends
     stats.json, stats.parquet    per-level statistics
     violations.json, violations.parquet  each violated property with its ITF counterexample
 
@@ -26,6 +29,7 @@ its manifest, is refused with a one-line error, never silently restarted.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import shutil
 from pathlib import Path
@@ -79,6 +83,27 @@ def read_visited(path: Path):
     return np.load(path, allow_pickle=False)
 
 
+def summary_name(q: int) -> str:
+    return f"summary-{q:05d}"
+
+
+def write_summary(path: Path, summary: dict) -> None:
+    """A task's figures, for the driver (``marshal``: plain data, no code runs when read)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(marshal.dumps(summary))
+    os.replace(tmp, path)
+
+
+def read_summaries(directory: Path, parts: int) -> list[dict]:
+    """Every task's summary, removed once read (a level directory keeps only its data)."""
+    out = []
+    for q in range(parts):
+        path = directory / summary_name(q)
+        out.append(marshal.loads(path.read_bytes()))
+        path.unlink()
+    return out
+
+
 def read_parts(directory: Path, columns: list[str], what: str, parts: int | None = None):
     """The rows of every partition file of ``directory`` as one pyarrow table; a missing or
     damaged file is a one-line error naming ``what``."""
@@ -108,6 +133,14 @@ class Checkpoint:
 
     def edges_file(self, level: int, q: int) -> Path:
         return self.edges_path(level) / part_name(q)
+
+    def prime_dir(self, level: int) -> Path:
+        """Where the tasks expanding a committed level again put their summaries."""
+        return self.root / f"prime-{level:05d}.partial"
+
+    @staticmethod
+    def summary(where: Path, q: int) -> Path:
+        return where / summary_name(q)
 
     @staticmethod
     def links(level_dir: Path, q: int) -> Path:
@@ -182,6 +215,8 @@ class Checkpoint:
     def discard_uncommitted(self, last: int) -> None:
         """Remove what a killed run left beyond the last committed level, and visited sets
         older than it."""
+        for path in self.root.glob("prime-*.partial"):
+            shutil.rmtree(path)
         for path in self.root.glob("level-*"):
             stem = path.name.split(".")[0]
             if path.name.endswith(".partial") or int(stem.split("-")[1]) > last:

@@ -75,6 +75,8 @@ def spark_session(master: str, app: str = "pulsar-verify", log_path: Path | None
             .set("spark.executor.extraJavaOptions", log4j)
             .set("spark.sql.parquet.compression.codec", "zstd")
             .set("spark.driver.memory", "4g"))  # local mode: the executors' cache lives in the driver JVM
+    if master.startswith("local"):  # one machine: compressing the shuffle only costs the cores the tasks need
+        conf.set("spark.shuffle.compress", "false").set("spark.shuffle.spill.compress", "false")
     for key, value in (conf_pairs or {}).items():
         conf.set(key, value)
     if log_path is None:

@@ -15,6 +15,7 @@ import pytest
 from pulsar_verify import registry
 from pulsar_verify.explorer import explore
 from pulsar_verify.itf import trace_document, write_trace
+from pulsar_verify.model import UsageError
 from pulsar_verify.replay import replay
 
 from .helpers import ROOT, cli
@@ -125,6 +126,22 @@ def test_a_killed_run_continues_from_its_last_complete_level(tmp_path):
     resumed = explore_spark(model, master=MASTER, out=tmp_path)
     assert_same(local, resumed)
     assert len(json.loads((tmp_path / "spark" / "stats.json").read_text())) == local.depth + 2
+
+
+def test_a_failed_spark_job_is_a_one_line_error_and_keeps_the_checkpoint(tmp_path):
+    model = registry.build("pip-473", "as-written")
+
+    def sabotage(info):  # level 4's tasks will not find the visited set they read
+        if info["depth"] == 3:
+            for path in (tmp_path / "spark").glob("level-00003/visited-*.npy"):
+                path.unlink()
+
+    with pytest.raises(UsageError) as failed:
+        explore_spark(model, master=MASTER, out=tmp_path, progress=sabotage)
+    message = str(failed.value)
+    assert message.startswith("the Spark job failed (FileNotFoundError: ") and "\n" not in message, message
+    assert "run the same command again" in message
+    assert json.loads((tmp_path / "spark" / "manifest.json").read_text())["levels"] == 3
 
 
 def _checkpoint(tmp_path, variant="atomic-acquire"):
