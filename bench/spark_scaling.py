@@ -68,11 +68,12 @@ def one(case: str, engine: str) -> dict:
 
 def floor(case: str, model) -> dict:
     """The Python work the Spark engine does per state, in one process with no JVM: the
-    engine's own level task (``_advance``) on one partition, with its output pickled as
-    PySpark would. Twice this rate is what local[2] could reach with perfect parallelism and
+    engine's own level task (``_advance``) on one partition, with its output pickled and
+    unpickled as the shuffle would. Twice this rate is what local[2] could reach with perfect parallelism and
     a free shuffle."""
     import pickle
     from spark_checks.bfs import SparkExplorer, _advance, _prime
+    from spark_checks.checkpoint import read_summaries
 
     class NoSpark:  # what SparkExplorer reads of a session, for its level-0 files
         class sparkContext:
@@ -84,13 +85,15 @@ def floor(case: str, model) -> dict:
         engine.ckpt.start(True)
         manifest = engine._initial()
         states, level = manifest["level_sizes"][0], 0
-        out_rows = list(_prime(engine._job(0, True), 0))
+        engine.ckpt.prime_dir(0).mkdir(parents=True)
+        shipped = list(_prime(engine._job(0, True), 0))
         while True:
             level += 1
-            engine.ckpt.partial_dir(level).mkdir(parents=True)
-            blobs = pickle.loads(pickle.dumps([(r[1], r[2]) for r in out_rows if r[0] == "B"], 5))
-            out_rows = pickle.loads(pickle.dumps(list(_advance(engine._job(level, True), 0, blobs)), 5))
-            new = out_rows[-1][1]["new"]
+            partial = engine.ckpt.partial_dir(level)
+            partial.mkdir(parents=True)
+            shipped = pickle.loads(pickle.dumps(shipped, 5))  # what the shuffle carries
+            shipped = list(_advance(engine._job(level, True), 0, shipped))
+            new = read_summaries(partial, 1)[0]["new"]
             if not new:
                 break
             states += new

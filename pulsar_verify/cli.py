@@ -70,6 +70,9 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--partitions", type=_positive, help="engine spark: partitions of the frontier and visited "
                     "set (default: the master's parallelism; more for runs of millions of states)")
     ex.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
+    ex.add_argument("--no-liveness", action="store_true",
+                    help="safety properties only: no state graph is kept (engine spark: no transition files), "
+                         "so runs of tens of millions of states fit in memory; liveness is reported not checked")
     ex.add_argument("--json", action="store_true", help="print the summary as JSON")
     ex.add_argument("--quiet", action="store_true", help="no progress display")
 
@@ -143,7 +146,7 @@ def cmd_list(args) -> int:
     return 0
 
 
-def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False,
+def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False, liveness=True,
                     master="local[*]", progress=None, out: Path | None = None, fresh=False,
                     conf: dict | None = None, partitions: int | None = None) -> Result:
     if engine == "spark":
@@ -151,8 +154,10 @@ def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop
         from spark_checks.session import spark_session
         return explore_spark(model, max_depth=max_depth, max_states=max_states, master=master,
                              progress=progress, out=out, fresh=fresh, stop_at_first=stop_at_first,
+                             graph=None if liveness else False,
                              spark=spark_session(master, conf_pairs=conf), partitions=partitions)
     result, _ = explore(model, max_depth=max_depth, max_states=max_states, stop_at_first=stop_at_first,
+                        check_liveness=liveness,
                         progress=progress)
     return result
 
@@ -170,7 +175,8 @@ def cmd_explore(args) -> int:
     if not args.json:
         print(f"exploring {model.name} [{model.config!r}] engine={args.engine}", file=sys.stderr)
     result = run_exploration(model, args.engine, max_depth=args.max_depth, max_states=args.max_states,
-                             stop_at_first=args.stop_at_first, master=args.master, progress=progress, out=out,
+                             stop_at_first=args.stop_at_first, liveness=not args.no_liveness, master=args.master,
+                             progress=progress, out=out,
                              fresh=args.fresh, conf=_settings(args.conf, "--conf"), partitions=args.partitions)
     if progress:
         sys.stderr.write("\n")
@@ -194,7 +200,7 @@ def human_summary(model, r: Result) -> str:
     if r.never_fired:
         lines.append("  NEVER FIRED (check the model): " + ", ".join(r.never_fired))
     if model.liveness and not r.liveness_checked:
-        lines.append("  liveness: not checked (exploration incomplete or engine without a state graph)")
+        lines.append("  liveness: not checked (exploration incomplete, or --no-liveness)")
     checked = [p.id for p in model.props]
     failed = {v.prop.id for v in r.violations}
     for pid in checked:

@@ -30,19 +30,26 @@ class DiskGraph:
         self.labels: dict = {}
         self.graph: dict = {}
         ckpt, parts = explorer.ckpt, manifest["partitions"]
+        # Millions of edges carry a few hundred distinct actions and label tuples: decode each once.
+        actions: dict = {}
+        labelled: dict = {}
         columns = ["fp", "parent", "action", "labels", "bad"]
         for level in range(manifest["levels"] + 1):
             table = read_parts(ckpt.level_dir(level) / "links.parquet", columns, f"level {level}", parts)
             for fp, parent, action, labels, bad in _rows(table, columns):
-                self.parents[fp] = (parent, None if action is None else load_action(action))
-                self.labels[fp] = (level, marshal.loads(labels))
+                a = None if action is None else actions.get(action) or actions.setdefault(action, load_action(action))
+                self.parents[fp] = (parent, a)
+                mark = labelled.get(labels) or labelled.setdefault(labels, marshal.loads(labels))
+                self.labels[fp] = (level, mark)
                 if not bad:
                     self.graph[fp] = []
         for level in range(manifest["levels"] + 1):
             table = read_parts(ckpt.edges_path(level), ["fp", "action", "succ"],
                                f"the edges out of level {level}", parts)
+            graph = self.graph
             for fp, action, succ in _rows(table, ["fp", "action", "succ"]):
-                self.graph[fp].append((load_action(action), succ))
+                a = actions.get(action) or actions.setdefault(action, load_action(action))
+                graph[fp].append((a, succ))
 
     def path_to(self, fp: int) -> tuple[list, list]:
         return path_to(self.model, self.parents, self.init_by_fp, fp)
