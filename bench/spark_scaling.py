@@ -7,6 +7,9 @@ process.
     python bench/spark_scaling.py --case pip-373/two-txns --engines local,local[2]
     python bench/spark_scaling.py --nightly v4-txn/two-topics/off-segment-markers --engines local[2]
     python bench/spark_scaling.py --case v4-txn/two-topics/as-written --engines local,floor
+    python bench/spark_scaling.py --case v4-txn/two-topics/as-written --no-liveness   # safety only, every engine
+    python bench/spark_scaling.py --nightly v4-txn/two-topics/off-segment-markers --set writes=2 \
+        --no-liveness --engines local[2] --partitions 8                              # the 10M-state nightly
 
 ``floor`` is the Spark engine's own Python work per state, in one process without Spark (see
 ``floor()``): twice its rate bounds what local[2] can reach on this machine.
@@ -38,24 +41,26 @@ def parse_case(case: str) -> tuple[str, str, str]:
     return name, bounds, rest[0] if rest else "all-fixes"
 
 
-def one(case: str, engine: str) -> dict:
+def one(case: str, engine: str, liveness: bool = True, values: dict | None = None,
+        partitions: int | None = None) -> dict:
     from pulsar_verify import registry
     from pulsar_verify.explorer import explore
     name, bounds, variant = parse_case(case)
-    model = registry.build(name, variant, preset=bounds)
+    model = registry.build(name, variant, values or {}, preset=bounds)
     started = time.perf_counter()
     if engine == "local":
-        result, _ = explore(model)
+        result, _ = explore(model, check_liveness=liveness)
         overhead = None
     elif engine == "floor":
-        return floor(case, model)
+        return floor(case, model, liveness)
     else:
         from spark_checks.bfs import explore_spark
         from spark_checks.session import spark_session
         spark = spark_session(engine)
         started = time.perf_counter()  # the JVM's start-up is not the search's
         with tempfile.TemporaryDirectory(prefix="spark-scaling-") as out:
-            result = explore_spark(model, master=engine, out=Path(out), spark=spark,
+            result = explore_spark(model, master=engine, out=Path(out), spark=spark, graph=None if liveness else False,
+                                   partitions=partitions,
                                    progress=lambda i: print(f"  level {i['depth']:>3}: {i['states']:>12,} states, "
                                                             f"{i['level_seconds']:.1f}s", file=sys.stderr, flush=True))
         small = [s["seconds"] for s in result.level_stats if s["new"] < 100]
@@ -66,7 +71,7 @@ def one(case: str, engine: str) -> dict:
             "level_overhead": overhead, "levels": len(result.level_sizes)}
 
 
-def floor(case: str, model) -> dict:
+def floor(case: str, model, liveness: bool = True) -> dict:
     """The Python work the Spark engine does per state, in one process with no JVM: the
     engine's own level task (``_advance``) on one partition, with its output pickled and
     unpickled as the shuffle would. Twice this rate is what local[2] could reach with perfect parallelism and
@@ -80,7 +85,8 @@ def floor(case: str, model) -> dict:
             defaultParallelism, master = 1, "none"
 
     with tempfile.TemporaryDirectory(prefix="spark-floor-") as out:
-        engine = SparkExplorer(model, out=Path(out), fresh=True, spark=NoSpark, partitions=1)
+        engine = SparkExplorer(model, out=Path(out), fresh=True, spark=NoSpark, partitions=1,
+                               graph=None if liveness else False)
         started = time.perf_counter()
         engine.ckpt.start(True)
         manifest = engine._initial()
@@ -104,8 +110,8 @@ def floor(case: str, model) -> dict:
             "levels": level}
 
 
-def run(case: str, engine: str) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--one", case, engine], capture_output=True, text=True)
+def run(case: str, engine: str, extra: list[str]) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--one", case, engine, *extra], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{case} on {engine} failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -116,26 +122,35 @@ def main() -> None:
     p.add_argument("--case", action="append", help="MODEL/BOUNDS[/VARIANT] (default: every model's largest)")
     p.add_argument("--engines", default=",".join(ENGINES), help="comma-separated: local, local[N]")
     p.add_argument("--nightly", metavar="CASE", help="one case, to completion, on each engine: the nightly run")
+    p.add_argument("--no-liveness", action="store_true",
+                   help="safety properties only, on every engine (no state graph, no transition files)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a bound, for every case")
+    p.add_argument("--partitions", type=int, help="Spark partitions (default: the master's parallelism)")
     p.add_argument("--one", nargs=2, metavar=("CASE", "ENGINE"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.one:
-        print(json.dumps(one(*args.one)))
+        from pulsar_verify.cli import _settings
+        print(json.dumps(one(*args.one, liveness=not args.no_liveness, values=_settings(args.set),
+                             partitions=args.partitions)))
         return
     cases = [args.nightly] if args.nightly else (args.case or CASES)
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    extra = ([] if not args.no_liveness else ["--no-liveness"]) + [f"--set={kv}" for kv in args.set] + (
+        [f"--partitions={args.partitions}"] if args.partitions else [])
     print(f"{'case':<44} {'engine':<9} {'states':>12} {'levels':>6} {'seconds':>9} {'states/s':>9} "
           f"{'vs in-process':>13} {'s/level':>8}")
     for case in cases:
         base = None
         for engine in engines:
-            r = run(case, engine)
+            r = run(case, engine, extra)
             if engine == "local":
                 base = r["rate"]
             ratio = f"{r['rate'] / base:.2f}x" if base and engine != "local" else "-"
             if engine == "floor" and base:
                 ratio = f"{r['rate'] / base:.2f}x (x2: {2 * r['rate'] / base:.2f}x)"
             overhead = f"{r['level_overhead']:.2f}" if r["level_overhead"] is not None else "-"
-            print(f"{case:<44} {engine:<9} {r['states']:>12,} {r['levels']:>6} {r['seconds']:>9.1f} "
+            label = case + "".join(f" {kv}" for kv in args.set)
+            print(f"{label:<44} {engine:<9} {r['states']:>12,} {r['levels']:>6} {r['seconds']:>9.1f} "
                   f"{r['rate']:>9,.0f} {ratio:>13} {overhead:>8}", flush=True)
 
 

@@ -201,10 +201,11 @@ def human_summary(model, r: Result) -> str:
         lines.append("  NEVER FIRED (check the model): " + ", ".join(r.never_fired))
     if model.liveness and not r.liveness_checked:
         lines.append("  liveness: not checked (exploration incomplete, or --no-liveness)")
-    checked = [p.id for p in model.props]
     failed = {v.prop.id for v in r.violations}
-    for pid in checked:
-        lines.append(f"  {'VIOLATED' if pid in failed else 'holds   '} {pid}")
+    unchecked = set() if r.liveness_checked else {p.id for p in model.liveness}
+    for p in model.props:
+        verdict = "VIOLATED" if p.id in failed else "not checked" if p.id in unchecked else "holds   "
+        lines.append(f"  {verdict} {p.id}")
     for v, path in zip(r.violations, r.trace_files):
         lines.append(f"\n{v.prop.kind} {v.prop.id} violated ({v.prop.statement}; {v.prop.section}), "
                      f"{v.length} steps:")

@@ -156,6 +156,16 @@ def test_cli_explore_fixed_exits_0(tmp_path):
     assert (summary["distinct_states"], summary["transitions"], summary["depth"]) == (8, 14, 3)
 
 
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_cli_explore_no_liveness_reports_liveness_not_checked(engine, tmp_path):
+    proc = cli("explore", "toy-lock", "--variant", "atomic-acquire", "--no-liveness", "--engine", engine,
+               "--master", "local[2]", "--out", str(tmp_path), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "not checked critical-released" in proc.stdout and "holds    critical-released" not in proc.stdout
+    assert "holds    mutual-exclusion" in proc.stdout
+    assert json.loads((tmp_path / "summary.json").read_text())["liveness_checked"] is False
+
+
 @pytest.mark.parametrize("args, message", [
     (["explore", "nope"], "unknown model 'nope'"),
     (["explore", "toy-lock", "--variant", "x"], "unknown variant 'x'"),
