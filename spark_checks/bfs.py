@@ -42,7 +42,7 @@ from pulsar_verify.fingerprint import decode, encode, fingerprint, fingerprint_e
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import Action, Model, UsageError
 
-from .checkpoint import Checkpoint, edges_schema, links_schema, read_parts, read_summaries, read_visited, \
+from .checkpoint import Checkpoint, edges_schema, links_schema, read_parts, read_summaries, read_visited, rows, \
     write_summary, write_table, write_visited
 from .session import spark_session
 
@@ -97,6 +97,12 @@ def spark_failure(exc: Exception) -> str:
     if text.startswith("Lost task") and "): " in text:
         text = text.split("): ", 1)[1]
     return text[:300]
+
+
+def _note(violated: list, pid: str, level: int, fp: int, action: str | None = None) -> None:
+    """Record ``pid``'s first violation (the manifest keeps one per property)."""
+    if all(v[0] != pid for v in violated):
+        violated.append([pid, level, fp, action])
 
 
 def _to_partition(dest: int) -> int:
@@ -246,8 +252,7 @@ def _prime(job, q: int):
     model = _model(spec)
     ckpt = Checkpoint(Path(root))
     table = pq.read_table(ckpt.links(ckpt.level_dir(level), q), columns=["fp", "bad", "state"])
-    states = ((fp, decode(data)) for fp, bad, data in zip(*(table.column(c).to_pylist() for c in table.column_names))
-              if not bad)
+    states = ((fp, decode(data)) for fp, bad, data in rows(table, table.column_names) if not bad)
     summary = yield from _expand(model, states, parts, ckpt.edges_file(level, q) if graph else None)
     write_summary(ckpt.summary(ckpt.prime_dir(level), q), {"new": 0, "bad": 0, "found": {}, **summary})
 
@@ -284,7 +289,8 @@ class SparkExplorer:
         model = self.model
         symmetric = _symmetric(model)
         violated = []
-        cols = [{name: [] for name in links_schema().names} for _ in range(self.parts)]
+        names = links_schema().names
+        cols = [{name: [] for name in names} for _ in range(self.parts)]
         for s in model.init_states():
             fp = fingerprint(model.canonicalize(s) if symmetric else s)
             if fp in self.init_by_fp:
@@ -293,7 +299,7 @@ class SparkExplorer:
             broken = [p.id for p in model.invariants if not p.check(model, s)]
             violated += [[pid, 0, fp, None] for pid in broken]
             row = (fp, None, None, _labels(model, s), bool(broken), None if broken else encode(s))
-            for name, value in zip(links_schema().names, row):
+            for name, value in zip(names, row):
                 cols[fp % self.parts][name].append(value)
         partial = self.ckpt.partial_dir(0)
         for q, part in enumerate(cols):
@@ -304,8 +310,7 @@ class SparkExplorer:
         stats = {"level": 0, "new": count, "expanded": 0, "transitions": 0, "states": count, "seconds": 0.0,
                  "rate": 0.0}
         manifest = {**self.identity, "partitions": self.parts, "init": sorted(self.init_by_fp), "levels": 0,
-                    "level_sizes": [len(self.init_by_fp)], "expanded": False,
-                    "frontier_size": len(self.init_by_fp) - len({v[2] for v in violated}),
+                    "level_sizes": [count], "expanded": False, "frontier_size": count - len({v[2] for v in violated}),
                     "transitions": 0, "coverage": {}, "violated": violated, "stats": [stats], "seconds": 0.0,
                     "done": False}
         self.ckpt.save(manifest)
@@ -374,7 +379,6 @@ class SparkExplorer:
     def _count(self, manifest: dict, level: int, summaries: list) -> dict:
         """Add the expansion of ``level`` (transitions, coverage, deadlocks, action properties)."""
         violated = manifest["violated"]
-        known = {v[0] for v in violated}
         coverage = Counter(manifest["coverage"])
         deadlocks, action_bad = [], []
         for s in summaries:
@@ -382,13 +386,10 @@ class SparkExplorer:
             if s.get("deadlock") is not None:
                 deadlocks.append(s["deadlock"])
             action_bad += [(pid, fp, key) for pid, (fp, key) in s.get("action_bad", {}).items()]
-        if deadlocks and DEADLOCK.id not in known:
-            known.add(DEADLOCK.id)
-            violated.append([DEADLOCK.id, level, min(deadlocks), None])
+        if deadlocks:
+            _note(violated, DEADLOCK.id, level, min(deadlocks))
         for pid, fp, a in sorted(action_bad):
-            if pid not in known:
-                known.add(pid)
-                violated.append([pid, level, fp, a.hex()])
+            _note(violated, pid, level, fp, a.hex())
         return {**manifest, "transitions": manifest["transitions"] + sum(s.get("transitions", 0) for s in summaries),
                 "coverage": dict(coverage), "violated": violated}
 
@@ -406,11 +407,8 @@ class SparkExplorer:
         count = sum(s["new"] for s in summaries)
         bad = sum(s["bad"] for s in summaries)
         violated = manifest["violated"]
-        known = {v[0] for v in violated}
         for fp, pid in sorted((fp, pid) for s in summaries for pid, fp in s["found"].items()):
-            if pid not in known:
-                known.add(pid)
-                violated.append([pid, level, fp, None])
+            _note(violated, pid, level, fp)
         if count:
             manifest = self._count({**manifest, "violated": violated}, level, summaries)
         seconds = time.perf_counter() - started
@@ -474,8 +472,7 @@ class SparkExplorer:
             table = read_parts(self.ckpt.level_dir(level) / "links.parquet", ["fp", "parent", "action"],
                                f"level {level}", self.parts)
             table = table.filter(pc.is_in(table.column("fp"), value_set=pa.array(need, pa.int64())))
-            parents = {fp: (parent, action) for fp, parent, action in
-                       zip(*(table.column(c).to_pylist() for c in ("fp", "parent", "action")))}
+            parents = {fp: (parent, action) for fp, parent, action in rows(table, ("fp", "parent", "action"))}
             for fp, lv in wanted.items():
                 if lv >= level:
                     parent, action = parents[at[fp]]

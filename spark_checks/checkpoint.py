@@ -32,6 +32,7 @@ import json
 import marshal
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 from pulsar_verify.model import UsageError
@@ -60,22 +61,31 @@ def part_name(q: int) -> str:
     return f"part-{q:05d}.parquet"
 
 
-def write_table(path: Path, columns: dict, schema) -> None:
-    """One partition's file, atomically: a retried task rewrites it whole."""
-    pa, pq = _pa()
+@contextmanager
+def replacing(path: Path):
+    """A temporary path to write ``path``'s new content to; it replaces ``path`` whole once
+    written, so a retried task rewrites a file and a killed one leaves no half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(pa.table(columns, schema=schema), tmp, compression="zstd")
+    yield tmp
     os.replace(tmp, path)
+
+
+def rows(table, columns):
+    """A pyarrow table's columns as Python rows."""
+    return zip(*(table.column(c).to_pylist() for c in columns))
+
+
+def write_table(path: Path, columns: dict, schema) -> None:
+    pa, pq = _pa()
+    with replacing(path) as tmp:
+        pq.write_table(pa.table(columns, schema=schema), tmp, compression="zstd")
 
 
 def write_visited(path: Path, fps) -> None:
     import numpy as np
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
+    with replacing(path) as tmp, open(tmp, "wb") as f:
         np.save(f, fps, allow_pickle=False)
-    os.replace(tmp, path)
 
 
 def read_visited(path: Path):
@@ -89,9 +99,8 @@ def summary_name(q: int) -> str:
 
 def write_summary(path: Path, summary: dict) -> None:
     """A task's figures, for the driver (``marshal``: plain data, no code runs when read)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(marshal.dumps(summary))
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        tmp.write_bytes(marshal.dumps(summary))
 
 
 def read_summaries(directory: Path, parts: int) -> list[dict]:
@@ -202,9 +211,8 @@ class Checkpoint:
                              f"the manifest records {sum(manifest['level_sizes']):,}")
 
     def save(self, manifest: dict) -> None:
-        tmp = self.manifest_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, **manifest}, indent=1) + "\n")
-        os.replace(tmp, self.manifest_path)
+        with replacing(self.manifest_path) as tmp:
+            tmp.write_text(json.dumps({"format": FORMAT, **manifest}, indent=1) + "\n")
 
     # -- levels -------------------------------------------------------------
     def start(self, fresh: bool) -> None:

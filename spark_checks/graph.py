@@ -12,11 +12,7 @@ import marshal
 from pulsar_verify.explorer import path_to
 from pulsar_verify.liveness import check_liveness
 
-from .checkpoint import read_parts
-
-
-def _rows(table, columns):
-    return zip(*(table.column(c).to_pylist() for c in columns))
+from .checkpoint import read_parts, rows
 
 
 class DiskGraph:
@@ -36,7 +32,7 @@ class DiskGraph:
         columns = ["fp", "parent", "action", "labels", "bad"]
         for level in range(manifest["levels"] + 1):
             table = read_parts(ckpt.level_dir(level) / "links.parquet", columns, f"level {level}", parts)
-            for fp, parent, action, labels, bad in _rows(table, columns):
+            for fp, parent, action, labels, bad in rows(table, columns):
                 a = None if action is None else actions.get(action) or actions.setdefault(action, load_action(action))
                 self.parents[fp] = (parent, a)
                 mark = labelled.get(labels) or labelled.setdefault(labels, marshal.loads(labels))
@@ -47,7 +43,7 @@ class DiskGraph:
             table = read_parts(ckpt.edges_path(level), ["fp", "action", "succ"],
                                f"the edges out of level {level}", parts)
             graph = self.graph
-            for fp, action, succ in _rows(table, ["fp", "action", "succ"]):
+            for fp, action, succ in rows(table, ["fp", "action", "succ"]):
                 a = actions.get(action) or actions.setdefault(action, load_action(action))
                 graph[fp].append((a, succ))
 
