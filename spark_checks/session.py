@@ -75,8 +75,12 @@ def spark_session(master: str, app: str = "pulsar-verify", log_path: Path | None
             .set("spark.executor.extraJavaOptions", log4j)
             .set("spark.sql.parquet.compression.codec", "zstd")
             .set("spark.driver.memory", "4g"))  # local mode: the executors' cache lives in the driver JVM
-    if master.startswith("local"):  # one machine: compressing the shuffle only costs the cores the tasks need
+    if master.startswith("local"):
+        # One machine: compressing the shuffle (already compressed blobs) only costs the cores the
+        # tasks need, and so does C2: the JVM here schedules and moves blobs, and compiling its
+        # hot code with C2 took more CPU than it saved (v4-txn two-topics: 116 s against 118 s).
         conf.set("spark.shuffle.compress", "false").set("spark.shuffle.spill.compress", "false")
+        conf.set("spark.driver.extraJavaOptions", f"{log4j} -XX:TieredStopAtLevel=1")
     for key, value in (conf_pairs or {}).items():
         conf.set(key, value)
     if log_path is None:
