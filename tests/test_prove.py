@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
 from properties import layout as zl, pip373_flag as zf, pip473_header as zh, pip477_registry as zr, registry
-from properties import pip477_cursor as zc, pip477_schema as zs
+from properties import pip468_sessions as zss, pip477_cursor as zc, pip477_schema as zs
 from properties.obligations import PROVED, VIOLATED
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
@@ -33,6 +33,9 @@ def test_obligation_verdicts():
         ("pip-468", "split-keeps-coverage", ("as-written",)): PROVED,
         ("pip-468", "merge-keeps-coverage", ("as-written",)): PROVED,
         ("pip-468", "round-robin-balanced", ("as-written",)): PROVED,
+        ("pip-468", "sessions-durable-inductive", ("as-written",)): VIOLATED,
+        ("pip-468", "sessions-durable-inductive", ("fenced-registrations",)): PROVED,
+        ("pip-468", "sessions-durable-inductive", ("all-fixes",)): PROVED,
         ("pip-373", "never-skips-inductive-new-topic", ("as-written",)): VIOLATED,
         ("pip-373", "never-skips-bounded-new-topic", ("as-written",)): VIOLATED,
         ("pip-373", "never-skips-inductive", ("as-written",)): VIOLATED,
@@ -296,3 +299,42 @@ def test_a_drifted_registry_encoding_is_caught():
         return t
     pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "cleanup_status_old"]
     assert pairs and zr.disagreements(model, pairs, drifted)
+
+
+def test_the_sessions_counterexample_is_a_deposed_broker_overwriting_the_registrations():
+    cti = zss.inductive()
+    assert cti.status == VIOLATED and "counterexample to induction" in cti.detail
+    before, after = cti.detail.split("-->")
+    label = before.rsplit("--", 1)[1]
+    assert label in ("grace_expire", "notify", "layout_changed")  # a rebalance ...
+    assert "lock b0" in before and "b1: leader" in before  # ... by a broker that believes it leads, not the holder
+    names = {f["property"] for f in json.loads(open("findings/pip-468/index.json").read())}
+    assert "sessions-durable" in names  # the explorer's finding on the full model
+
+
+@lru_cache(maxsize=None)
+def pip468_states(variant: str, preset: str):
+    model = models.build("pip-468", variant, preset=preset)
+    _, ex = explore(model)
+    return model, [ex.path_to(fp)[0][-1] for fp in sorted(ex.parents)[:3000]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([("as-written", "consumer-failover"), ("fenced-registrations", "consumer-failover"),
+                        ("all-fixes", "consumer-failover"), ("mutant:rebalance-on-reconnect", "consumer-failover"),
+                        ("mutant:no-rebalance-on-join", "consumer-failover")]), st.integers(0, 10**9))
+def test_session_formulas_agree_with_the_pip468_model(case, pick):
+    model, states = pip468_states(*case)
+    s = states[pick % len(states)]
+    assert zss.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+
+
+def test_a_drifted_sessions_encoding_is_caught():
+    model, states = pip468_states("fenced-registrations", "consumer-failover")
+
+    def drifted(v, w, b, c, fixes, variant):  # the notify step writes unfenced
+        t = zss.transitions(v, w, b, c, fixes, variant)
+        t["notify"] = z3.And(w.reg == v.members[b], *v.keep(w, "reg"))
+        return t
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "notify"]
+    assert pairs and zss.disagreements(model, pairs, drifted)
