@@ -61,9 +61,9 @@ def transitions(v: Vars, w: Vars, b, entry, stamp, variant: str = "as-written") 
     i = z3.Int("i")
     matches = v.rd_ver[b] == v.ver
     new_biz = v.rd_biz[b]
-    if reset:  # the rebuilt entries lose their hash: their business value changes
+    if reset:  # the rebuilt entries lose their hash (``business``: its last three digits) to 0
         new_biz = z3.Lambda([i], z3.If(z3.And(0 <= i, i < v.rd_n[b], v.rd_attr[b][i] == A_OLD),
-                                       v.rd_biz[b][i] + 1, v.rd_biz[b][i]))
+                                       v.rd_biz[b][i] - v.rd_biz[b][i] % 1000, v.rd_biz[b][i]))
     return {
         "put_schema_start": z3.And(z3.Not(v.put[b]), w.put == z3.Store(v.put, b, True),
                                    w.put_ver == z3.Store(v.put_ver, b, v.ver), *v.keep(w, "put", "put_ver")),
