@@ -183,13 +183,18 @@ def explored(name: str, variant: str, preset: str, limit: int = 4000):
     return model, [ex.path_to(fp)[0][-1] for fp in sorted(ex.parents)[:limit]]
 
 
+def disagreements_at(encoding, name: str, case: tuple, pick: int, limit: int = 4000) -> list[str]:
+    """How ``encoding``'s formulas disagree with every transition out of one explored state."""
+    model, states = explored(name, *case, limit)
+    s = states[pick % len(states)]
+    return encoding.disagreements(model, [(s, a, t) for a, t in model.successors(s)])
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from([("as-written", "cleanup"), ("as-written", "restart"), ("single-cas-status-flip", "cleanup"),
                         ("as-written", "rollback")]), st.integers(0, 10**9))
 def test_registry_formulas_agree_with_the_pip477_model(case, pick):
-    model, states = explored("pip-477", *case)
-    s = states[pick % len(states)]
-    assert zr.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+    assert disagreements_at(zr, "pip-477", case, pick) == []
 
 
 @settings(max_examples=40, deadline=None)
@@ -197,9 +202,7 @@ def test_registry_formulas_agree_with_the_pip477_model(case, pick):
                         ("all-fixes", "upgrade-absent"), ("persist-before-append", "aborted")]),
        st.integers(0, 10**9))
 def test_flag_formulas_agree_with_the_pip373_model(case, pick):
-    model, states = explored("pip-373", *case)
-    s = states[pick % len(states)]
-    assert zf.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+    assert disagreements_at(zf, "pip-373", case, pick) == []
 
 
 def test_a_drifted_flag_encoding_is_caught():
@@ -217,9 +220,7 @@ def test_a_drifted_flag_encoding_is_caught():
 @given(st.sampled_from([("as-written", "default"), ("as-written", "faults"), ("finalize-in-cas", "faults"),
                         ("mutant:blind-cas", "default")]), st.integers(0, 10**9))
 def test_header_formulas_agree_with_the_pip473_model(case, pick):
-    model, states = explored("pip-473", *case, 3000)
-    s = states[pick % len(states)]
-    assert zh.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+    assert disagreements_at(zh, "pip-473", case, pick, 3000) == []
 
 
 def test_the_blind_cas_mutant_breaks_the_header_state_machine():
@@ -247,9 +248,7 @@ def test_a_drifted_header_encoding_is_caught():
                         ("mutant:promote-resets-hash", "default"), ("as-written", "rollback")]),
        st.integers(0, 10**9))
 def test_schema_formulas_agree_with_the_pip477_model(case, pick):
-    model, states = explored("pip-477", *case)
-    s = states[pick % len(states)]
-    assert zs.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+    assert disagreements_at(zs, "pip-477", case, pick) == []
 
 
 def test_a_drifted_schema_encoding_is_caught():
@@ -308,9 +307,7 @@ def test_the_sessions_counterexample_is_a_deposed_broker_overwriting_the_registr
                         ("all-fixes", "consumer-failover"), ("mutant:rebalance-on-reconnect", "consumer-failover"),
                         ("mutant:no-rebalance-on-join", "consumer-failover")]), st.integers(0, 10**9))
 def test_session_formulas_agree_with_the_pip468_model(case, pick):
-    model, states = explored("pip-468", *case, 3000)
-    s = states[pick % len(states)]
-    assert zss.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+    assert disagreements_at(zss, "pip-468", case, pick, 3000) == []
 
 
 def test_a_drifted_sessions_encoding_is_caught():
@@ -337,9 +334,7 @@ def test_bounded_checking_finds_the_deposed_leader_run_with_the_explorers_length
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(zfo.VARIANTS), st.integers(0, 10**9))
 def test_failover_formulas_agree_with_the_pip468_model(variant, pick):
-    model, states = explored("pip-468", variant, "consumer-failover", 5000)
-    s = states[pick % len(states)]
-    assert zfo.disagreements(model, [(s, a, t) for a, t in model.successors(s)]) == []
+    assert disagreements_at(zfo, "pip-468", (variant, "consumer-failover"), pick, 5000) == []
 
 
 def test_a_drifted_failover_encoding_is_caught():
