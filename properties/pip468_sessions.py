@@ -133,12 +133,13 @@ def concrete(v: Vars, state, brokers) -> object:
     from models.pip468.assignment import consumer_name
     names = [consumer_name(i) for i in range(len(state.consumers))]
     cs = [z3.Const(n, Consumer) for n in names]
-    x = z3.Const("x", Consumer)
-    others = z3.And(*[x != k for k in cs])
 
-    def exactly(arr, chosen):
-        return z3.And(*[arr[k] == (n in chosen) for k, n in zip(cs, names)],
-                      z3.ForAll([x], z3.Implies(others, z3.Not(arr[x]))))
+    def exactly(arr, chosen):  # as one array value, so the formula stays quantifier-free
+        value = NOBODY
+        for k, n in zip(cs, names):
+            if n in chosen:
+                value = z3.Store(value, k, True)
+        return arr == value
     out = [z3.Distinct(*cs) if len(cs) > 1 else z3.BoolVal(True), z3.Distinct(*brokers) if len(brokers) > 1 else z3.BoolVal(True),
            exactly(v.reg, set(state.registrations.keys())), exactly(v.sess, state.sessions),
            v.held == (state.lock is not None)]
