@@ -76,6 +76,29 @@ def inductive(init, inv, inv_next, steps: dict, before: Callable[[z3.ModelRef], 
     return Verdict(PROVED)
 
 
+def shortest_run(solver: z3.Solver, states: list, steps_between: Callable[[int], dict],
+                 bad: Callable[[object], object]):
+    """Bounded model checking: the shortest run from ``states[0]`` (which ``solver`` already
+    constrains) to a state where ``bad`` holds, as (Z3 model, action labels), or None if there is
+    none of up to ``len(states) - 1`` steps. ``steps_between(i)`` gives the transition formulas,
+    by label, between ``states[i]`` and ``states[i + 1]``."""
+    chosen = []
+    for i, state in enumerate(states):
+        solver.push()
+        solver.add(bad(state))
+        if solver.check() == z3.sat:
+            m = solver.model()
+            return m, [names[m.eval(c, model_completion=True).as_long()] for c, names in chosen]
+        solver.pop()
+        if i + 1 < len(states):
+            steps = steps_between(i)
+            names = sorted(steps)
+            choice = z3.Int(f"action@{i}")
+            solver.add(z3.Or(*[z3.And(choice == j, steps[n]) for j, n in enumerate(names)]))
+            chosen.append((choice, names))
+    return None
+
+
 def agreement(pre, step, post, allowed=None, show: Callable[[z3.ModelRef], str] | None = None) -> list[str]:
     """How a transition formula ``step`` disagrees with one concrete transition of the Python
     model: from ``pre`` it must admit ``post``, and nothing outside ``allowed`` (default: ``post``)."""

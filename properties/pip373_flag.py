@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, inductive as induction
+from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, inductive as induction, shortest_run
 
 Value, (ABSENT, TRUE, FALSE, JUNK) = z3.EnumSort("FlagValue", ("absent", "true", "false", "junk"))
 Queued, (Q_NONE, Q_TRUE, Q_FALSE) = z3.EnumSort("Queued", ("none", "true", "false"))
@@ -116,24 +116,13 @@ def bounded(fixes, k: int = 6, upgrades=True) -> Verdict:
     states = [Vars(f"@{i}") for i in range(k + 1)]
     solver = z3.Solver()
     solver.add(init(states[0], upgrades))
-    chosen = []
-    for i in range(k + 1):
-        solver.push()
-        solver.add(z3.Not(safe(states[i], fixes)))
-        if solver.check() == z3.sat:
-            m = solver.model()
-            run = "".join(f" --{names[m.eval(c, model_completion=True).as_long()]}--> {describe(m, states[j + 1])}"
-                          for j, (c, names) in enumerate(chosen))
-            return Verdict(VIOLATED, f"reachable in {i} steps: {describe(m, states[0])}{run}")
-        solver.pop()
-        if i == k:
-            break
-        steps = transitions(states[i], states[i + 1], fixes)
-        names = sorted(steps)
-        choice = z3.Int(f"action@{i}")
-        solver.add(z3.Or(*[z3.And(choice == j, steps[n]) for j, n in enumerate(names)]))
-        chosen.append((choice, names))
-    return Verdict(PROVED, f"no violation within {k} steps")
+    found = shortest_run(solver, states, lambda i: transitions(states[i], states[i + 1], fixes),
+                         lambda v: z3.Not(safe(v, fixes)))
+    if found is None:
+        return Verdict(PROVED, f"no violation within {k} steps")
+    m, labels = found
+    run = "".join(f" --{label}--> {describe(m, states[j + 1])}" for j, label in enumerate(labels))
+    return Verdict(VIOLATED, f"reachable in {len(labels)} steps: {describe(m, states[0])}{run}")
 
 
 def concrete(v: Vars, state) -> z3.BoolRef:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement
+from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, shortest_run
 
 BROKERS = (0, 1)
 NONE, DISCOVER, CREATE, TERMINATE, CAS, NOTIFY = range(6)
@@ -123,21 +123,11 @@ def bounded(variant: str = "as-written", k: int = 17) -> Verdict:
     states = [Vars(f"@{i}") for i in range(k + 1)]
     solver = z3.Solver()
     solver.add(init(states[0]))
-    chosen = []
-    for i in range(k):
-        v, w = states[i], states[i + 1]
-        steps = transitions(v, w, fenced)
-        label = z3.Int(f"label@{i}")
-        chosen.append((label, list(steps)))
-        solver.add(z3.Or(*[z3.And(label == j, f) for j, f in enumerate(steps.values())]))
-        solver.push()
-        solver.add(z3.Not(sessions_durable(w)))
-        if solver.check() == z3.sat:
-            m = solver.model()
-            run = [names[m.eval(lab).as_long()] for lab, names in chosen]
-            return Verdict(VIOLATED, f"reachable in {i + 1} steps: " + ", ".join(run))
-        solver.pop()
-    return Verdict(PROVED, f"no run of up to {k} steps breaks it")
+    found = shortest_run(solver, states, lambda i: transitions(states[i], states[i + 1], fenced),
+                         lambda v: z3.Not(sessions_durable(v)))
+    if found is None:
+        return Verdict(PROVED, f"no run of up to {k} steps breaks it")
+    return Verdict(VIOLATED, f"reachable in {len(found[1])} steps: " + ", ".join(found[1]))
 
 
 def concrete(v: Vars, s) -> z3.BoolRef:

@@ -57,8 +57,8 @@ def transitions(v: Vars, w: Vars, t, r, want, variant: str = "as-written") -> di
     rt = v.rtxn[r]
     h, ver = v.hstate[rt], v.hver[rt]
     matches = z3.And(h != NONE, ver == v.rver[r])
-    # the blind mutant's CAS and finalize put check only that the header exists, as the model's do
-    cas_ok = h != NONE if variant == "mutant:blind-cas" else matches
+    # the version check of the CAS and of the finalize put (the blind mutant's: only that the header exists)
+    put_ok = h != NONE if variant == "mutant:blind-cas" else matches
 
     def request():
         return z3.And(v.rstage[r] == IDLE, v.created[t], z3.Or(want == COMMITTED, want == ABORTED),
@@ -77,17 +77,17 @@ def transitions(v: Vars, w: Vars, t, r, want, variant: str = "as-written") -> di
                                                                                          REPLY))),
                           w.rver == z3.Store(v.rver, r, z3.If(reads_version, ver, v.rver[r])),
                           *v.keep(w, "rstage", "rver")),
-        "tc_cas": z3.And(v.rstage[r] == CAS, cas_ok, h != NONE,
+        "tc_cas": z3.And(v.rstage[r] == CAS, put_ok, h != NONE,
                          w.hstate == z3.Store(v.hstate, rt, v.rwant[r]), w.hfin == z3.Store(v.hfin, rt, fic),
                          w.hver == z3.Store(v.hver, rt, ver + 1), w.decided == z3.Store(v.decided, rt, v.rwant[r]),
                          w.rstage == z3.Store(v.rstage, r, REPLY if fic else FINALIZE),
                          w.rver == z3.Store(v.rver, r, ver + 1),
                          *v.keep(w, "hstate", "hfin", "hver", "decided", "rstage", "rver")),
-        "tc_bad_version": z3.And(z3.Or(z3.And(v.rstage[r] == CAS, z3.Not(cas_ok)),
-                                       z3.And(v.rstage[r] == FINALIZE, z3.Not(cas_ok))),
+        "tc_bad_version": z3.And(z3.Or(z3.And(v.rstage[r] == CAS, z3.Not(put_ok)),
+                                       z3.And(v.rstage[r] == FINALIZE, z3.Not(put_ok))),
                                  w.rstage == z3.Store(v.rstage, r, READ), w.rver == z3.Store(v.rver, r, -1),
                                  *v.keep(w, "rstage", "rver")),
-        "tc_finalize": z3.And(v.rstage[r] == FINALIZE, cas_ok, w.hfin == z3.Store(v.hfin, rt, True),
+        "tc_finalize": z3.And(v.rstage[r] == FINALIZE, put_ok, w.hfin == z3.Store(v.hfin, rt, True),
                               w.hver == z3.Store(v.hver, rt, ver + 1), w.rstage == z3.Store(v.rstage, r, REPLY),
                               *v.keep(w, "hfin", "hver", "rstage")),
         "tc_reply": z3.And(v.rstage[r] == REPLY, w.rstage == z3.Store(v.rstage, r, IDLE), *v.keep(w, "rstage")),

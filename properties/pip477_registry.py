@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, inductive as induction
+from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, inductive as induction, shortest_run
 
 Cluster = z3.DeclareSort("Cluster")
 Status, (ABSENT, STANDBY, ACTIVE, DEPRECATED) = z3.EnumSort("Status", ("ABSENT", "STANDBY", "ACTIVE", "DEPRECATED"))
@@ -167,22 +167,13 @@ def bounded(single_cas: bool, k: int = 6) -> Verdict:
     states = [Vars(f"@{i}") for i in range(k + 1)]
     solver = z3.Solver()
     solver.add(OLD != NEW, init(states[0]))
-    labels = []
-    for i in range(k):
-        steps = transitions(states[i], states[i + 1], single_cas)
-        choice = z3.Int(f"action@{i}")
-        names = sorted(steps)
-        solver.add(z3.Or(*[z3.And(choice == j, steps[n]) for j, n in enumerate(names)]))
-        labels.append((choice, names))
-        solver.push()
-        solver.add(z3.Not(exactly_one_active(states[i + 1])))
-        if solver.check() == z3.sat:
-            m = solver.model()
-            run = " --".join(f"{labels[j][1][m.eval(labels[j][0], model_completion=True).as_long()]}--> {describe(m, states[j + 1])}"
-                             for j in range(i + 1))
-            return Verdict(VIOLATED, f"reachable in {i + 1} registry steps: {describe(m, states[0])} --{run}")
-        solver.pop()
-    return Verdict(PROVED, f"no violation within {k} registry steps")
+    found = shortest_run(solver, states, lambda i: transitions(states[i], states[i + 1], single_cas),
+                         lambda v: z3.Not(exactly_one_active(v)))
+    if found is None:
+        return Verdict(PROVED, f"no violation within {k} registry steps")
+    m, labels = found
+    run = "".join(f" --{label}--> {describe(m, states[j + 1])}" for j, label in enumerate(labels))
+    return Verdict(VIOLATED, f"reachable in {len(labels)} registry steps: {describe(m, states[0])}{run}")
 
 
 OBLIGATIONS = [
