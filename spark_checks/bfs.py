@@ -231,7 +231,7 @@ def _expand(model, states, parts: int, edges: Path | None):
 
 
 @_without_gc
-def _advance(job, q: int, rows):
+def _advance(job, q: int, shuffled):
     """Level ``level``, partition ``q``: the new states among the shuffled candidates, their
     files, and (when ``expand``) their successors; its figures go to ``summary-q`` beside them."""
     import numpy as np
@@ -240,7 +240,7 @@ def _advance(job, q: int, rows):
     ckpt = Checkpoint(Path(root))
     visited = read_visited(ckpt.visited(ckpt.level_dir(level - 1), q))
     best: dict = {}  # fp -> (parent, action, state) of the candidates not visited
-    for _, blob in rows:
+    for _, blob in shuffled:
         _unpack_new(blob, visited, best)
     new = np.fromiter(best, dtype=np.int64, count=len(best))
     new.sort()
@@ -440,7 +440,7 @@ class SparkExplorer:
             self.ckpt.edges_path(level).mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
         shuffled, shuffle, summaries = self._stage(
-            incoming.mapPartitionsWithIndex(lambda q, rows: _advance(job, q, rows)), partial)
+            incoming.mapPartitionsWithIndex(lambda q, shuffled: _advance(job, q, shuffled)), partial)
         count = sum(s["new"] for s in summaries)
         bad = sum(s["bad"] for s in summaries)
         violated = manifest["violated"]

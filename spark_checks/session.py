@@ -66,21 +66,21 @@ def spark_session(master: str, app: str = "pulsar-verify", log_path: Path | None
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log4j = f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"
+    # One machine: compressing the shuffle (already compressed blobs) only costs the cores the tasks
+    # need, and so does C2: the JVM here schedules and moves blobs, and compiling its hot code with
+    # C2 took more CPU than it saved (v4-txn two-topics: 116 s against 118 s). So C1 only.
+    local = master.startswith("local")
     conf = (SparkConf().setMaster(master).setAppName(app)
             .set("spark.ui.enabled", "false")
             .set("spark.ui.showConsoleProgress", "false")
             .set("spark.driver.host", "127.0.0.1")
             .set("spark.driver.bindAddress", "127.0.0.1")
-            .set("spark.driver.extraJavaOptions", log4j)
+            .set("spark.driver.extraJavaOptions", log4j + (" -XX:TieredStopAtLevel=1" if local else ""))
             .set("spark.executor.extraJavaOptions", log4j)
             .set("spark.sql.parquet.compression.codec", "zstd")
-            .set("spark.driver.memory", "4g"))  # local mode: the executors' cache lives in the driver JVM
-    if master.startswith("local"):
-        # One machine: compressing the shuffle (already compressed blobs) only costs the cores the
-        # tasks need, and so does C2: the JVM here schedules and moves blobs, and compiling its
-        # hot code with C2 took more CPU than it saved (v4-txn two-topics: 116 s against 118 s).
+            .set("spark.driver.memory", "4g"))  # local mode: the executors run in the driver JVM
+    if local:
         conf.set("spark.shuffle.compress", "false").set("spark.shuffle.spill.compress", "false")
-        conf.set("spark.driver.extraJavaOptions", f"{log4j} -XX:TieredStopAtLevel=1")
     for key, value in (conf_pairs or {}).items():
         conf.set(key, value)
     if log_path is None:
