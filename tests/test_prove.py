@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
-from properties import layout as zl, pip373_flag as zf, pip473_header as zh, pip477_registry as zr, registry
+from properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, pip477_registry as zr, registry
 from properties import pip468_failover as zfo, pip468_sessions as zss, pip477_cursor as zc, pip477_schema as zs
 from properties.obligations import PROVED, VIOLATED
 from pulsar_verify import registry as models
@@ -45,6 +45,14 @@ def test_obligation_verdicts():
         ("pip-373", "never-skips-inductive-new-topic", ("persist-before-append",)): PROVED,
         ("pip-373", "never-skips-inductive", ("persist-before-append",)): VIOLATED,
         ("pip-373", "never-skips-inductive", ("all-fixes",)): PROVED,
+        ("pip-373", "steps-bounded-default", ("as-written",)): VIOLATED,
+        ("pip-373", "steps-bounded-upgrade-user-false", ("as-written",)): VIOLATED,
+        ("pip-373", "steps-bounded-default", ("persist-before-append",)): PROVED,
+        ("pip-373", "steps-bounded-upgrade-user-false", ("persist-before-append",)): VIOLATED,
+        ("pip-373", "steps-bounded-default", ("confirm-unmarked",)): VIOLATED,
+        ("pip-373", "steps-bounded-upgrade-user-false", ("confirm-unmarked",)): PROVED,
+        ("pip-373", "steps-bounded-default", ("all-fixes",)): PROVED,
+        ("pip-373", "steps-bounded-upgrade-user-false", ("all-fixes",)): PROVED,
         ("pip-477", "I12-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I12-bounded", ("as-written",)): VIOLATED,
         ("pip-477", "I12-inductive", ("single-cas-status-flip", "all-fixes")): PROVED,
@@ -349,3 +357,43 @@ def test_a_drifted_failover_encoding_is_caught():
     pairs = [(s, a, t) for s in states for a, t in model.successors(s)
              if a.name == "crash" and a.param("broker") == 0 and s.consumers[0].broker == 0]
     assert pairs and zfo.disagreements(model, pairs[:10], drifted)
+
+
+PIP373_VARIANTS = ("as-written", "persist-before-append", "confirm-unmarked", "all-fixes", "mutant:admin-can-write",
+                   "mutant:always-rebuild", "mutant:commit-marks-aborted")
+
+
+def test_step_for_step_pip373_checking_reports_the_explorers_verdicts_and_lengths():
+    """Every variant, mutants too (each breaks the property it is there for), at the findings' bounds."""
+    findings = {(f["property"], f["bounds"]): f["length"] for f in json.loads(open("findings/pip-373/index.json").read())}
+    for variant in PIP373_VARIANTS:
+        for preset, depth in z373.PRESETS.items():
+            model = models.build("pip-373", variant, preset=preset)
+            result, _ = explore(model)
+            assert result.depth <= depth or variant not in z373.VARIANTS  # what the obligations cover
+            runs = {p: z373.bounded(model.config, p, result.depth + 1) for p in z373.PROPERTIES}
+            lengths = {p: len(run) for p, run in runs.items() if run is not None}
+            assert lengths == {v.prop.id: v.length for v in result.violations}, (variant, preset)
+            if variant == "as-written":
+                assert {p: n for (p, b), n in findings.items() if b == preset} == lengths
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([(v, p) for v in PIP373_VARIANTS for p in ("default", "upgrade-user-false", "upgrade-absent")]),
+       st.integers(0, 10**9))
+def test_step_formulas_agree_with_the_pip373_model(case, pick):
+    assert disagreements_at(z373, "pip-373", case, pick) == []
+
+
+def test_a_drifted_pip373_step_encoding_is_caught():
+    model, states = explored("pip-373", "as-written", "default")
+
+    def drifted(v, w):  # a crash that keeps the dispatcher's read position
+        t = z373.transitions(v, w)
+        t["crash"] = z3.And(v["ready"], v["crashes"] < 1, z373._same(v, w, {
+            **z373._emptied(v.b), "crashes": v["crashes"] + 1, "rpc1": z3.If(v["rpc1"] == z373.SENT, z373.FAILED,
+                                                                            v["rpc1"]),
+            "failed1": z3.Or(v["failed1"], v["pub1"]), "pub1": False}))
+        return t
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "crash" and s.subs[0].read]
+    assert pairs and z373.disagreements(model, pairs[:5], drifted)
