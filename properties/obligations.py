@@ -104,6 +104,51 @@ def shortest_run(solver: z3.Solver, states: list, steps_between: Callable[[int],
     return None
 
 
+def shortest_lasso(solver: z3.Solver, states: list, actions_at: Callable[[int], dict],
+                   steps_between: Callable[[int], dict], same: Callable[[object, object], object],
+                   stuck: Callable[[object], object], fair: tuple):
+    """Bounded liveness checking: the shortest lasso from ``states[0]`` (which ``solver`` already
+    constrains) that stays in ``stuck`` states (a leads-to's trigger without its goal) forever, under
+    weak fairness of the actions whose labels start with a name in ``fair``; as (action labels,
+    index of the state the loop returns to), or None if there is none of up to ``len(states) - 1``
+    steps. The loop either returns to an earlier state, and every fair action enabled in each of
+    its states is taken in it, or (an empty loop) stutters in a state where no fair action is
+    enabled. ``actions_at(i)`` gives (guard, changes) by label at ``states[i]``; ``steps_between``
+    as for ``shortest_run``."""
+    chosen = []
+    guards = []
+    for k, state in enumerate(states):
+        guards.append({label: guard for label, (guard, _) in actions_at(k).items()})
+        fair_here = [label for label in guards[k] if label.split("(")[0] in fair]
+        loops = []
+        for j in range(k + 1):
+            inside = [stuck(states[m]) for m in range(j, k + 1)]
+            if j == k:
+                loops.append(z3.And(*inside, *[z3.Not(guards[k][label]) for label in fair_here]))
+                continue
+            fairness = []
+            for label in fair_here:
+                taken = [c == names.index(label) for c, names in chosen[j:k]]
+                disabled = [z3.Not(guards[m][label]) for m in range(j, k)]
+                fairness.append(z3.Or(*taken, *disabled))
+            loops.append(z3.And(same(states[j], states[k]), *inside, *fairness))
+        solver.push()
+        choice = z3.Int(f"loop@{k}")
+        solver.add(z3.Or(*[z3.And(choice == j, loop) for j, loop in enumerate(loops)]))
+        if solver.check() == z3.sat:
+            m = solver.model()
+            labels = [names[m.eval(c, model_completion=True).as_long()] for c, names in chosen]
+            return labels, m.eval(choice, model_completion=True).as_long()
+        solver.pop()
+        if k + 1 < len(states):
+            steps = steps_between(k)
+            names = sorted(steps)
+            c = z3.Int(f"action@{k}")
+            solver.add(z3.Or(*[z3.And(c == j, steps[n]) for j, n in enumerate(names)]))
+            chosen.append((c, names))
+    return None
+
+
 def agreement(pre, step, post, allowed=None, show: Callable[[z3.ModelRef], str] | None = None) -> list[str]:
     """How a transition formula ``step`` disagrees with one concrete transition of the Python
     model: from ``pre`` it must admit ``post``, and nothing outside ``allowed`` (default: ``post``)."""

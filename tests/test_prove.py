@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
-from properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, pip477_registry as zr, registry
+from properties import layout as zl, pip373_flag as zf, pip373_steps as z373, v4txn_steps as zv4, pip473_header as zh, pip477_registry as zr, registry
 from properties import pip468_failover as zfo, pip468_sessions as zss, pip477_cursor as zc, pip477_schema as zs
 from properties.obligations import PROVED, VIOLATED
 from pulsar_verify import registry as models
@@ -53,6 +53,10 @@ def test_obligation_verdicts():
         ("pip-373", "steps-bounded-upgrade-user-false", ("confirm-unmarked",)): PROVED,
         ("pip-373", "steps-bounded-default", ("all-fixes",)): PROVED,
         ("pip-373", "steps-bounded-upgrade-user-false", ("all-fixes",)): PROVED,
+        ("v4-txn", "steps-bounded-sealed", ("as-written",)): VIOLATED,
+        ("v4-txn", "steps-bounded-default", ("as-written",)): PROVED,
+        ("v4-txn", "steps-bounded-sealed", ("off-segment-markers",)): PROVED,
+        ("v4-txn", "steps-bounded-default", ("off-segment-markers",)): PROVED,
         ("pip-477", "I12-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I12-bounded", ("as-written",)): VIOLATED,
         ("pip-477", "I12-inductive", ("single-cas-status-flip", "all-fixes")): PROVED,
@@ -361,39 +365,82 @@ def test_a_drifted_failover_encoding_is_caught():
 
 PIP373_VARIANTS = ("as-written", "persist-before-append", "confirm-unmarked", "all-fixes", "mutant:admin-can-write",
                    "mutant:always-rebuild", "mutant:commit-marks-aborted")
+V4_VARIANTS = ("as-written", "off-segment-markers", "mutant:deliver-aborted", "mutant:commit-marks-aborted",
+               "mutant:end-any-state")
+
+
+def lengths_found_step_for_step(name: str, variant: str, preset: str, covered: dict):
+    """The explorer's violations at ``preset``, and the shortest breaking runs of the step-for-step
+    encoding within the explorer's depth plus one, by property (lengths)."""
+    model = models.build(name, variant, preset=preset)
+    result, _ = explore(model)
+    assert result.depth <= covered[preset] or variant not in ("as-written", "persist-before-append",
+                                                              "confirm-unmarked", "all-fixes", "off-segment-markers")
+    steps = zv4.encoding(name, variant, preset)
+    k = result.depth + 1
+    lengths = {p: len(run) for p in steps.properties if (run := steps.bounded(p, k)) is not None}
+    if steps.liveness and (lasso := steps.lasso(k)) is not None:
+        lengths[steps.liveness[0]] = len(lasso[0])
+    return {v.prop.id: v.length for v in result.violations}, lengths
 
 
 def test_step_for_step_pip373_checking_reports_the_explorers_verdicts_and_lengths():
     """Every variant, mutants too (each breaks the property it is there for), at the findings' bounds."""
     findings = {(f["property"], f["bounds"]): f["length"] for f in json.loads(open("findings/pip-373/index.json").read())}
     for variant in PIP373_VARIANTS:
-        for preset, depth in z373.PRESETS.items():
-            model = models.build("pip-373", variant, preset=preset)
-            result, _ = explore(model)
-            assert result.depth <= depth or variant not in z373.VARIANTS  # what the obligations cover
-            runs = {p: z373.bounded(model.config, p, result.depth + 1) for p in z373.PROPERTIES}
-            lengths = {p: len(run) for p, run in runs.items() if run is not None}
-            assert lengths == {v.prop.id: v.length for v in result.violations}, (variant, preset)
+        for preset in z373.PRESETS:
+            explorer, z3_lengths = lengths_found_step_for_step("pip-373", variant, preset, z373.PRESETS)
+            assert z3_lengths == explorer, (variant, preset)
             if variant == "as-written":
-                assert {p: n for (p, b), n in findings.items() if b == preset} == lengths
+                assert {p: n for (p, b), n in findings.items() if b == preset} == z3_lengths
+
+
+def test_step_for_step_v4_checking_reports_the_explorers_verdicts_and_lengths():
+    """The sealed-segment stall (a lasso) and each mutant's property, as the explorer reports them."""
+    finding = json.loads(open("findings/v4-txn/index.json").read())[0]
+    for variant in V4_VARIANTS:
+        for preset in zv4.PRESETS:
+            explorer, z3_lengths = lengths_found_step_for_step("v4-txn", variant, preset, zv4.PRESETS)
+            assert z3_lengths == explorer, (variant, preset)
+            if variant == "as-written" and preset == finding["bounds"]:
+                assert z3_lengths == {finding["property"]: finding["length"]}
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from([(v, p) for v in PIP373_VARIANTS for p in ("default", "upgrade-user-false", "upgrade-absent")]),
        st.integers(0, 10**9))
 def test_step_formulas_agree_with_the_pip373_model(case, pick):
-    assert disagreements_at(z373, "pip-373", case, pick) == []
+    assert disagreements_at(zv4, "pip-373", case, pick) == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([(v, p) for v in V4_VARIANTS for p in zv4.PRESETS]), st.integers(0, 10**9))
+def test_step_formulas_agree_with_the_v4_model(case, pick):
+    assert disagreements_at(zv4, "v4-txn", case, pick) == []
 
 
 def test_a_drifted_pip373_step_encoding_is_caught():
     model, states = explored("pip-373", "as-written", "default")
+    steps = zv4.encoding("pip-373", "as-written", "default")
 
     def drifted(v, w):  # a crash that keeps the dispatcher's read position
-        t = z373.transitions(v, w)
-        t["crash"] = z3.And(v["ready"], v["crashes"] < 1, z373._same(v, w, {
-            **z373._emptied(v.b), "crashes": v["crashes"] + 1, "rpc1": z3.If(v["rpc1"] == z373.SENT, z373.FAILED,
-                                                                            v["rpc1"]),
-            "failed1": z3.Or(v["failed1"], v["pub1"]), "pub1": False}))
+        t = steps.transitions(v, w)
+        guard, changes = steps.actions(v)["crash"]
+        t["crash"] = z3.And(guard, zv4.same(v, w, {**changes, "read": v["read"]}))
         return t
     pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "crash" and s.subs[0].read]
-    assert pairs and z373.disagreements(model, pairs[:5], drifted)
+    assert pairs and steps.disagreements(model, pairs[:5], drifted)
+
+
+def test_a_drifted_v4_step_encoding_is_caught():
+    model, states = explored("v4-txn", "as-written", "sealed")
+    steps = zv4.encoding("v4-txn", "as-written", "sealed")
+
+    def drifted(v, w):  # a sealed segment that accepts the marker
+        t = steps.transitions(v, w)
+        guard, changes = steps.actions(v)["end_on_partition(1)"]
+        t["end_on_partition(1)"] = z3.And(v["rpc1"] == zv4.SENT, v["ready"], zv4.same(v, w, changes))
+        return t
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "marker_rejected"]
+    assert pairs and all("end_on_partition(1) is enabled in the formulas only" in d
+                         for d in steps.disagreements(model, pairs, drifted))

@@ -1,0 +1,413 @@
+"""Bounded model checking of the v4 transaction path on one topic, step for step: each action of
+``models/v4txn`` (the TC, the client, the transaction buffer and its load, the dispatcher, seals
+and crashes) is one transition formula, its guard and its effect, over the whole state at the
+model's bounds, so a run here has the explorer's length and breaks the same properties.
+``pip373_steps`` extends it with the ``__contains_txn_messages`` property, as ``models/pip373``
+extends ``models/v4txn``.
+
+The encoding is written from the PIPs and the primer, not from the Python code: the log is ``L``
+entries (kind, txn) and a length, ``L`` the most entries the bounds allow (a pre-upgrade log,
+each txn's writes and its markers, the non-transactional sends); the off-segment marker stream
+(``off-segment-markers``) holds at most one marker per txn; a rebuild is stated in closed form (a
+txn with an entry and no marker is ongoing from its first entry; one with an abort marker is
+aborted) and maxReadPosition is the first ongoing position, less one. Bounds with snapshots or
+acks are outside it.
+
+Safety properties are formulas over a step (``breaks``); ``k`` is the explorer's depth plus one,
+so a run of up to ``k`` steps reaches every transition of the state space and "no run" is the
+explorer's "holds". ``end-txn-completes`` is checked for lassos: a run whose last state repeats an
+earlier one, every state of the loop with an end-txn unanswered, and every weakly fair action
+enabled throughout the loop taken in it (or a state where none is enabled, which may stutter).
+"No lasso of up to ``k`` steps" is weaker than the explorer's "holds" (a fair cycle may need a
+longer loop); where the explorer finds a stall, the lasso here has its length.
+"""
+from __future__ import annotations
+
+import z3
+
+from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, shortest_lasso, shortest_run
+
+NO, D, C, A = 0, 1, 2, 3  # a log entry's kind (NO: beyond the log's end)
+KIND = {"d": D, "c": C, "a": A}
+OPEN, COMMITTING, ABORTING, COMMITTED, ABORTED = 1, 2, 3, 4, 5  # the TC's record (0: none)
+TC = {"OPEN": OPEN, "COMMITTING": COMMITTING, "ABORTING": ABORTING, "COMMITTED": COMMITTED, "ABORTED": ABORTED}
+ENDING = {COMMITTED: COMMITTING, ABORTED: ABORTING}
+NEXT = {OPEN: (COMMITTING, ABORTING), COMMITTING: (COMMITTED,), ABORTING: (ABORTED,)}
+IDLE, OPENED, ENDED, DONE = 0, 1, 2, 3  # the client's phase
+PHASE = {"idle": IDLE, "open": OPENED, "ending": ENDED, "done": DONE}
+SENT, FAILED, ANSWERED = 1, 2, 3  # END_TXN_ON_PARTITION (0: none)
+RPC = {"sent": SENT, "failed": FAILED, "done": ANSWERED}
+SECTION = ("PIP-473 Background (the v4 TC, transaction buffer and dispatcher); How the two interact: "
+           "'End-of-transaction stalls on sealed segments'")
+
+
+def _steps(n: int) -> str:
+    return f"{n} step" + ("s" if n != 1 else "")
+
+
+class Steps:
+    """The v4 encoding at one configuration of ``models/v4txn``: state variables, transition
+    formulas, property formulas, and the Python state each variable stands for."""
+
+    model = "v4-txn"
+    properties = ("read-committed", "committed-never-filtered", "tc-state-machine")
+    liveness = ("end-txn-completes",)
+    # weakly fair: every step of the TC, the brokers and the dispatcher (invariants/v4txn SYSTEM)
+    fair = ("append", "append_rejected", "end_on_partition", "marker_rejected", "tc_retry", "tc_end", "deliver",
+            "skip_aborted", "skip_marker", "tb_recover", "load_skip", "load_rebuild", "load_confirm")
+    load_labels = ("tb_recover",)
+
+    def __init__(self, config):
+        if config.snapshots or config.acks or config.topics != 1:
+            raise ValueError("the step-for-step encoding covers one topic without snapshots or acks")
+        self.variant = config.variant
+        self.txns = tuple(range(1, config.txns + 1))
+        self.legacy = self.legacy_log(config)
+        self.ids = self.txns + tuple(sorted({t for _, t in self.legacy if t} - set(self.txns)))
+        self.writes, self.nontxn, self.crashes = config.writes, config.nontxn, config.crashes
+        self.seals = config.seals
+        markers = 2 if self.variant == "mutant:end-any-state" else 1  # a second end-txn sends the RPC again
+        self.size = len(self.legacy) + config.txns * (config.writes + markers) + config.nontxn
+
+    # -- hooks pip373_steps overrides ------------------------------------------------------------
+    def legacy_log(self, config) -> tuple:
+        return ()
+
+    def extra(self) -> tuple[list, list]:
+        """Further (int, bool) state variables."""
+        return [], []
+
+    def loads(self, v, unloaded) -> dict:
+        return {"tb_recover": (unloaded, self.rebuilt(v))}
+
+    def may_append(self, v):
+        return z3.BoolVal(True)
+
+    def on_append(self, v) -> dict:
+        return {}
+
+    def more(self, v) -> dict:
+        return {}
+
+    def init_extra(self, v) -> list:
+        return []
+
+    def concrete_extra(self, v, s) -> list:
+        return []
+
+    # -- the state -------------------------------------------------------------------------------
+    def vars(self, tag: str) -> "Vars":
+        ints = ["n", "read", "crashes", "nontxn", "seals"]
+        bools = ["ready", "sealed"]
+        for t in self.txns:
+            ints += [f"tc{t}", f"phase{t}", f"sends{t}", f"outcome{t}", f"rpc{t}"]
+            bools += [f"parts{t}", f"pub{t}", f"failed{t}"]
+        for t in self.ids:
+            ints += [f"ongoing{t}", f"decided{t}", f"side{t}"]
+            bools += [f"aborted{t}"]
+        for i in range(self.size):
+            ints += [f"kind{i}", f"txn{i}"]
+            bools += [f"received{i}", f"filtered{i}"]
+        more_ints, more_bools = self.extra()
+        return Vars(self, ints + more_ints, bools + more_bools, tag)
+
+    def emptied(self) -> dict:
+        """A buffer with nothing in memory."""
+        return {"ready": False, **{f"ongoing{t}": -1 for t in self.ids}, **{f"aborted{t}": False for t in self.ids}}
+
+    def rebuilt(self, v) -> dict:
+        """The buffer a read of the log and the marker stream builds: a txn with an entry and no
+        marker is ongoing from its first entry; a txn with an abort marker is aborted."""
+        out = {"ready": True}
+        for t in self.ids:
+            marks = [z3.And(v[f"txn{i}"] == t, v[f"kind{i}"] == k) for i in range(self.size) for k in (C, A)]
+            ended = z3.Or(v[f"side{t}"] != NO, *marks)
+            first = z3.IntVal(-1)
+            for i in reversed(range(self.size)):
+                first = z3.If(z3.And(v[f"kind{i}"] == D, v[f"txn{i}"] == t), i, first)
+            out[f"ongoing{t}"] = z3.If(ended, -1, first)
+            out[f"aborted{t}"] = z3.Or(v[f"side{t}"] == A,
+                                       *[z3.And(v[f"txn{i}"] == t, v[f"kind{i}"] == A) for i in range(self.size)])
+        return out
+
+    # -- the actions -----------------------------------------------------------------------------
+    def transitions(self, v, w) -> dict:
+        """Action label -> formula from ``v`` to ``w``."""
+        return {label: z3.And(guard, same(v, w, changes)) for label, (guard, changes) in self.actions(v).items()}
+
+    def actions(self, v) -> dict:
+        """Action label -> (guard over ``v``, changes: variable name -> new value)."""
+        out = {}
+        blocked = v["sealed"] if self.variant != "off-segment-markers" else z3.BoolVal(False)
+        for t in self.txns:
+            phase, pub, tc, decided = v[f"phase{t}"], v[f"pub{t}"], v[f"tc{t}"], v[f"decided{t}"]
+            out[f"new_txn({t})"] = (phase == IDLE, {f"tc{t}": OPEN, f"phase{t}": OPENED})
+            out[f"add_partition({t})"] = (z3.And(phase == OPENED, z3.Not(pub), v[f"sends{t}"] < self.writes),
+                                          {f"parts{t}": True, f"pub{t}": True, f"sends{t}": v[f"sends{t}"] + 1})
+            for want, word, other in ((COMMITTED, "COMMITTED", ABORTED), (ABORTED, "ABORTED", COMMITTED)):
+                may = z3.And(phase == OPENED, z3.Not(pub), z3.Not(v[f"failed{t}"]) if want == COMMITTED else True)
+                if self.variant == "mutant:end-any-state":  # a second end-txn with the other outcome
+                    again = z3.And(phase == ENDED, decided == other, tc == ENDING[other])
+                    may = z3.Or(may, again)
+                out[f"end_txn({t},{word})"] = (may, {
+                    f"rpc{t}": z3.If(v[f"parts{t}"], SENT, v[f"rpc{t}"]), f"tc{t}": ENDING[want], f"phase{t}": ENDED,
+                    f"decided{t}": z3.If(decided == 0, want, decided)})
+            out[f"tc_retry({t})"] = (v[f"rpc{t}"] == FAILED, {f"rpc{t}": SENT})
+            final = z3.If(tc == COMMITTING, COMMITTED, ABORTED)
+            out[f"tc_end({t})"] = (z3.And(z3.Or(tc == COMMITTING, tc == ABORTING),
+                                          z3.Or(v[f"rpc{t}"] == 0, v[f"rpc{t}"] == ANSWERED)),
+                                   {f"tc{t}": final, f"rpc{t}": 0, f"phase{t}": DONE, f"outcome{t}": final})
+            ongoing = v[f"ongoing{t}"]
+            out[f"append({t})"] = (z3.And(pub, v["ready"], z3.Not(v["sealed"]), self.may_append(v), _room(v, self)), {
+                **_append(v, self, D, t), f"ongoing{t}": z3.If(ongoing != -1, ongoing, v["n"]), f"pub{t}": False,
+                **self.on_append(v)})
+            out[f"append_rejected({t})"] = (z3.And(pub, v["ready"], v["sealed"]), {f"pub{t}": False,
+                                                                                   f"failed{t}": True})
+            commit = decided == COMMITTED if self.variant != "mutant:commit-marks-aborted" else z3.BoolVal(False)
+            marker = z3.If(commit, C, A)
+            written = {f"side{t}": marker} if self.variant == "off-segment-markers" else _append(v, self, marker, t)
+            room = _room(v, self) if self.variant != "off-segment-markers" else z3.BoolVal(True)
+            out[f"end_on_partition({t})"] = (z3.And(v[f"rpc{t}"] == SENT, v["ready"], z3.Not(blocked), room), {
+                **written, f"ongoing{t}": -1, f"rpc{t}": ANSWERED, f"aborted{t}": z3.Or(v[f"aborted{t}"],
+                                                                                         z3.Not(commit))})
+            out[f"marker_rejected({t})"] = (z3.And(v[f"rpc{t}"] == SENT, v["ready"], blocked), {f"rpc{t}": FAILED})
+        writable = z3.And(v["ready"], z3.Not(v["sealed"]))
+        out["send_nontxn"] = (z3.And(writable, v["nontxn"] < self.nontxn, _room(v, self)),
+                              {**_append(v, self, D, 0), "nontxn": v["nontxn"] + 1})
+        out["seal"] = (z3.And(writable, v["seals"] < self.seals), {"sealed": True, "seals": v["seals"] + 1})
+        out["crash"] = (z3.And(v["ready"], v["crashes"] < self.crashes), {
+            **self.emptied(), "read": 0, "crashes": v["crashes"] + 1,
+            **{f"rpc{t}": z3.If(v[f"rpc{t}"] == SENT, FAILED, v[f"rpc{t}"]) for t in self.txns},
+            **{f"failed{t}": z3.Or(v[f"failed{t}"], v[f"pub{t}"]) for t in self.txns},
+            **{f"pub{t}": False for t in self.txns}})
+        out.update(self.loads(v, z3.Not(v["ready"])))
+        read = v["read"]
+        kind, txn = v.at("kind", read), v.at("txn", read)
+        aborted = z3.Or(False, *[z3.And(txn == t, v[f"aborted{t}"]) for t in self.ids])
+        if self.variant == "mutant:deliver-aborted":
+            aborted = z3.BoolVal(False)
+        readable = z3.And(v["ready"], read <= v.max_read_position())
+        seen = {p: {f"{p}{i}": z3.Or(v[f"{p}{i}"], read == i) for i in range(self.size)}
+                for p in ("received", "filtered")}
+        out["skip_marker"] = (z3.And(readable, kind != D), {"read": read + 1})
+        out["skip_aborted"] = (z3.And(readable, kind == D, aborted), {"read": read + 1, **seen["filtered"]})
+        out["deliver"] = (z3.And(readable, kind == D, z3.Not(aborted)), {"read": read + 1, **seen["received"]})
+        out.update(self.more(v))
+        return out
+
+    # -- the properties --------------------------------------------------------------------------
+    def breaks(self, prop: str, v, label: str, w):
+        """The step ``label`` from ``v`` to ``w`` breaks ``prop``."""
+        read_txn = v.at("txn", v["read"])
+        if prop == "read-committed" and label == "deliver":
+            return z3.And(read_txn != 0, z3.Not(v.decided_is(read_txn, COMMITTED)))
+        if prop == "committed-never-filtered" and label == "skip_aborted":
+            return v.decided_is(read_txn, COMMITTED)
+        if prop == "tc-state-machine":
+            return z3.Or(False, *[z3.And(v[f"tc{t}"] == before, w[f"tc{t}"] != before,
+                                         *[w[f"tc{t}"] != after for after in NEXT.get(before, ())])
+                                  for t in self.txns for before in TC.values()])
+        return z3.BoolVal(False)
+
+    def ending(self, v):
+        """``end-txn-completes``'s trigger; its goal is the negation."""
+        return z3.Or(False, *[v[f"phase{t}"] == ENDED for t in self.txns])
+
+    def init(self, v):
+        out = [v["n"] == len(self.legacy), v["read"] == 0, v["crashes"] == 0, v["nontxn"] == 0, v["seals"] == 0,
+               z3.Not(v["sealed"]), *[v[k] == x for k, x in self.emptied().items()], *self.init_extra(v)]
+        for t in self.txns:
+            out += [v[f"{k}{t}"] == 0 for k in ("tc", "phase", "sends", "outcome", "rpc")]
+            out += [z3.Not(v[f"{k}{t}"]) for k in ("parts", "pub", "failed")]
+        for t in self.ids:
+            out += [v[f"decided{t}"] == (ABORTED if (A, t) in self.legacy else 0), v[f"side{t}"] == NO]
+        for i in range(self.size):
+            kind, txn = self.legacy[i] if i < len(self.legacy) else (NO, 0)
+            out += [v[f"kind{i}"] == kind, v[f"txn{i}"] == txn, z3.Not(v[f"received{i}"]),
+                    z3.Not(v[f"filtered{i}"])]
+        return z3.And(*out)
+
+    # -- the checks ------------------------------------------------------------------------------
+    def bounded(self, prop: str, k: int):
+        """The shortest run (at most ``k`` steps) through a step that breaks ``prop``, as action labels, or None."""
+        states = [self.vars(f"@{i}") for i in range(k + 1)]
+        solver = z3.Solver()
+        solver.add(self.init(states[0]))
+        found = shortest_run(solver, states, lambda i: self.transitions(states[i], states[i + 1]),
+                             lambda v: z3.BoolVal(False), lambda i, label: self.breaks(prop, states[i], label,
+                                                                                       states[i + 1]))
+        return None if found is None else found[1]
+
+    def lasso(self, k: int):
+        """The shortest lasso (at most ``k`` steps) breaking ``end-txn-completes``: (labels, loop start) or None."""
+        states = [self.vars(f"@{i}") for i in range(k + 1)]
+        solver = z3.Solver()
+        solver.add(self.init(states[0]))
+        return shortest_lasso(solver, states, lambda i: self.actions(states[i]),
+                              lambda i: self.transitions(states[i], states[i + 1]),
+                              lambda v, w: same(v, w, {}), self.ending, self.fair)
+
+    def verdict(self, k: int) -> Verdict:
+        """Each property's shortest breaking run within ``k`` steps."""
+        broken = {}
+        for prop in self.properties:
+            run = self.bounded(prop, k)
+            if run is not None:
+                broken[prop] = f"{prop} in {_steps(len(run))}: {', '.join(run)}"
+        for prop in self.liveness:
+            found = self.lasso(k)
+            if found is not None:
+                run, loop = found
+                broken[prop] = (f"{prop} in {_steps(len(run))} (a lasso): {', '.join(run[:loop])}, then forever "
+                                f"{', '.join(run[loop:]) or 'nothing (no fair action is enabled)'}")
+        if not broken:
+            lassos = f"; no lasso of up to {k} steps breaks {', '.join(self.liveness)}" if self.liveness else ""
+            return Verdict(PROVED, f"no run of up to {k} steps breaks any of: {', '.join(self.properties)}{lassos}")
+        return Verdict(VIOLATED, "; ".join(broken.values()))
+
+    # -- agreement with the Python model ---------------------------------------------------------
+    def concrete(self, v, s) -> z3.BoolRef:
+        """``v`` fixed to a Python state."""
+        buf, sub, log = s.buffers[0], s.subs[0], s.logs[0]
+        side = {t: KIND[kind] for kind, t in s.side[0]}
+        out = [v["n"] == len(log), v["read"] == sub.read, v["crashes"] == s.crashes, v["nontxn"] == s.nontxn,
+               v["seals"] == s.seals, v["sealed"] == s.sealed[0], v["ready"] == buf.ready,
+               *self.concrete_extra(v, s)]
+        for t in self.txns:
+            c = s.clients[t - 1]
+            out += [v[f"tc{t}"] == TC.get(s.tc.get(t), 0), v[f"phase{t}"] == PHASE[c.phase],
+                    v[f"sends{t}"] == c.sends, v[f"outcome{t}"] == TC.get(c.outcome, 0),
+                    v[f"rpc{t}"] == RPC.get(s.rpcs.get((t, "partition", 0)), 0),
+                    v[f"parts{t}"] == (0 in s.parts.get(t, ())), v[f"pub{t}"] == ((t, 0) in s.publishes),
+                    v[f"failed{t}"] == c.failed]
+        for t in self.ids:
+            out += [v[f"ongoing{t}"] == buf.ongoing.get(t, -1), v[f"decided{t}"] == TC.get(s.decided.get(t), 0),
+                    v[f"aborted{t}"] == (t in buf.aborted), v[f"side{t}"] == side.get(t, NO)]
+        for i in range(self.size):
+            kind, txn = (KIND[log[i][0]], log[i][1]) if i < len(log) else (NO, 0)
+            out += [v[f"kind{i}"] == kind, v[f"txn{i}"] == txn, v[f"received{i}"] == (i in sub.received),
+                    v[f"filtered{i}"] == (i in sub.filtered)]
+        return z3.And(*out)
+
+    @staticmethod
+    def label(a) -> str:
+        """The encoding's label for a Python action."""
+        params = dict(a.params)
+        shown = [str(params[k]) for k in ("txn", "want") if k in params]
+        if a.name == "admin_update":
+            shown.append(params["value"])
+        return a.name + (f"({','.join(shown)})" if shown else "")
+
+    def disagreements(self, model, pairs, transitions_of=None) -> list[str]:
+        """For Python transitions ``(s, a, t)``: the formula of ``a`` admits ``t`` from ``s``, and
+        nothing else; no formula of an action the Python model does not take from ``s`` admits a
+        step; each property's ``breaks`` holds exactly when the Python property fails; and the
+        liveness trigger is the Python one."""
+        v, w = self.vars(""), self.vars("'")
+        steps = (transitions_of or self.transitions)(v, w)
+        checks = {p.id: p.check for p in model.action_properties}
+        assert set(checks) == set(self.properties), checks
+        trigger = next(p.trigger for p in model.liveness) if self.liveness else None
+        out = []
+        for s in {s for s, _, _ in pairs}:
+            taken = {self.label(a) for a, _ in model.successors(s)}
+            pre = self.concrete(v, s)
+            out += [f"{s}: {label} is enabled in the formulas only" for label in sorted(set(steps) - taken)
+                    if _sat(pre, steps[label])]
+        for s, a, t in pairs:
+            label = self.label(a)
+            if label not in steps:
+                out.append(f"{a}: the encoding has no formula for {label}")
+                continue
+            pre, post = self.concrete(v, s), self.concrete(w, t)
+            out += [f"{a}: {problem}" for problem in agreement(pre, steps[label], post)]
+            for prop in self.properties:
+                fails = not checks[prop](model, s, a, t)
+                if _sat(pre, post, self.breaks(prop, v, label, w)) != fails:
+                    out.append(f"{a}: {prop} {'fails' if fails else 'holds'} in Python, not in the formula")
+            if trigger is not None and _sat(pre, self.ending(v)) != bool(trigger(model, s)):
+                out.append(f"{s}: the liveness trigger differs")
+        return out
+
+
+class Vars:
+    """One state, as named Z3 constants."""
+
+    def __init__(self, steps: Steps, ints: list, bools: list, tag: str):
+        self.vars = {**{k: z3.Int(f"{k}{tag}") for k in ints}, **{k: z3.Bool(f"{k}{tag}") for k in bools}}
+        self.steps = steps
+
+    def __getitem__(self, name):
+        return self.vars[name]
+
+    def at(self, prefix: str, index):
+        """``prefix{index}`` for a symbolic index into the log (0 beyond it)."""
+        out = z3.IntVal(0)
+        for i in reversed(range(self.steps.size)):
+            out = z3.If(index == i, self[f"{prefix}{i}"], out)
+        return out
+
+    def holds_txn_entry(self):
+        return z3.Or(False, *[z3.And(self[f"kind{i}"] == D, self[f"txn{i}"] != 0) for i in range(self.steps.size)])
+
+    def decided_is(self, txn, outcome):
+        return z3.Or(False, *[z3.And(txn == t, self[f"decided{t}"] == outcome) for t in self.steps.ids])
+
+    def max_read_position(self):
+        """Just before the first entry of the oldest open txn, or the last entry."""
+        first = self["n"]
+        for t in self.steps.ids:
+            ongoing = self[f"ongoing{t}"]
+            first = z3.If(z3.And(ongoing != -1, ongoing < first), ongoing, first)
+        return first - 1
+
+
+def same(v: Vars, w: Vars, changes: dict) -> z3.BoolRef:
+    """``w`` is ``v`` with ``changes`` (name -> new value) made."""
+    return z3.And(*[w[k] == changes.get(k, v[k]) for k in v.vars])
+
+
+def _append(v: Vars, steps: Steps, kind, txn) -> dict:
+    """The changes an append to the log makes (its guard: the log has room, ``_room``)."""
+    out = {"n": v["n"] + 1}
+    for i in range(steps.size):
+        out[f"kind{i}"] = z3.If(v["n"] == i, kind, v[f"kind{i}"])
+        out[f"txn{i}"] = z3.If(v["n"] == i, txn, v[f"txn{i}"])
+    return out
+
+
+def _room(v: Vars, steps: Steps):
+    return v["n"] < steps.size
+
+
+def _sat(*facts) -> bool:
+    solver = z3.Solver()
+    solver.add(*facts)
+    return solver.check() == z3.sat
+
+
+def encoding(model_name: str, variant: str, preset: str) -> Steps:
+    from pulsar_verify import registry
+    from .pip373_steps import Pip373Steps
+    config = registry.build(model_name, variant, preset=preset).config
+    return (Pip373Steps if model_name == "pip-373" else Steps)(config)
+
+
+def disagreements(model, pairs, transitions_of=None) -> list[str]:
+    """``Steps.disagreements`` for the model's own configuration (the agreement tests' entry point)."""
+    from .pip373_steps import Pip373Steps
+    steps = (Pip373Steps if model.name == "pip-373" else Steps)(model.config)
+    return steps.disagreements(model, pairs, transitions_of)
+
+
+VARIANTS = ("as-written", "off-segment-markers")
+PRESETS = {"sealed": 10, "default": 9}  # the explorer's greatest depth at each over VARIANTS
+
+OBLIGATIONS = [
+    Obligation("v4-txn", f"steps-bounded-{preset}", f"each property's shortest breaking run (a lasso for "
+               f"end-txn-completes) of the whole model at the {preset} bounds, step for step (up to {depth + 1} "
+               f"steps: the explorer's depth plus one)", SECTION,
+               lambda variant=variant, preset=preset, depth=depth: encoding("v4-txn", variant, preset).verdict(
+                   depth + 1), (variant,))
+    for variant in VARIANTS for preset, depth in PRESETS.items()
+]
