@@ -93,15 +93,23 @@ def shortest_run(solver: z3.Solver, states: list, steps_between: Callable[[int],
         solver.add(z3.Or(*broken))
         if solver.check() == z3.sat:
             m = solver.model()
-            return m, [names[m.eval(c, model_completion=True).as_long()] for c, names in chosen]
+            return m, _labels(m, chosen)
         solver.pop()
         if i + 1 < len(states):
-            steps = steps_between(i)
-            names = sorted(steps)
-            choice = z3.Int(f"action@{i}")
-            solver.add(z3.Or(*[z3.And(choice == j, steps[n]) for j, n in enumerate(names)]))
-            chosen.append((choice, names))
+            chosen.append(_one_step(solver, i, steps_between(i)))
     return None
+
+
+def _one_step(solver: z3.Solver, i: int, steps: dict) -> tuple:
+    """Step ``i`` is one of ``steps`` (by label): its choice variable and the labels, in order."""
+    names = sorted(steps)
+    choice = z3.Int(f"action@{i}")
+    solver.add(z3.Or(*[z3.And(choice == j, steps[n]) for j, n in enumerate(names)]))
+    return choice, names
+
+
+def _labels(m: z3.ModelRef, chosen: list) -> list[str]:
+    return [names[m.eval(c, model_completion=True).as_long()] for c, names in chosen]
 
 
 def shortest_lasso(solver: z3.Solver, states: list, actions_at: Callable[[int], dict],
@@ -137,15 +145,10 @@ def shortest_lasso(solver: z3.Solver, states: list, actions_at: Callable[[int], 
         solver.add(z3.Or(*[z3.And(choice == j, loop) for j, loop in enumerate(loops)]))
         if solver.check() == z3.sat:
             m = solver.model()
-            labels = [names[m.eval(c, model_completion=True).as_long()] for c, names in chosen]
-            return labels, m.eval(choice, model_completion=True).as_long()
+            return _labels(m, chosen), m.eval(choice, model_completion=True).as_long()
         solver.pop()
         if k + 1 < len(states):
-            steps = steps_between(k)
-            names = sorted(steps)
-            c = z3.Int(f"action@{k}")
-            solver.add(z3.Or(*[z3.And(c == j, steps[n]) for j, n in enumerate(names)]))
-            chosen.append((c, names))
+            chosen.append(_one_step(solver, k, steps_between(k)))
     return None
 
 

@@ -386,18 +386,19 @@ def _sat(*facts) -> bool:
     return solver.check() == z3.sat
 
 
+def _encoding_of(model_name: str) -> type[Steps]:
+    from .pip373_steps import Pip373Steps
+    return Pip373Steps if model_name == "pip-373" else Steps
+
+
 def encoding(model_name: str, variant: str, preset: str) -> Steps:
     from pulsar_verify import registry
-    from .pip373_steps import Pip373Steps
-    config = registry.build(model_name, variant, preset=preset).config
-    return (Pip373Steps if model_name == "pip-373" else Steps)(config)
+    return _encoding_of(model_name)(registry.build(model_name, variant, preset=preset).config)
 
 
 def disagreements(model, pairs, transitions_of=None) -> list[str]:
     """``Steps.disagreements`` for the model's own configuration (the agreement tests' entry point)."""
-    from .pip373_steps import Pip373Steps
-    steps = (Pip373Steps if model.name == "pip-373" else Steps)(model.config)
-    return steps.disagreements(model, pairs, transitions_of)
+    return _encoding_of(model.name)(model.config).disagreements(model, pairs, transitions_of)
 
 
 VARIANTS = ("as-written", "off-segment-markers")

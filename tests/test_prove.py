@@ -374,8 +374,7 @@ def lengths_found_step_for_step(name: str, variant: str, preset: str, covered: d
     encoding within the explorer's depth plus one, by property (lengths)."""
     model = models.build(name, variant, preset=preset)
     result, _ = explore(model)
-    assert result.depth <= covered[preset] or variant not in ("as-written", "persist-before-append",
-                                                              "confirm-unmarked", "all-fixes", "off-segment-markers")
+    assert result.depth <= covered[preset] or variant not in z373.VARIANTS + zv4.VARIANTS  # the obligations' k
     steps = zv4.encoding(name, variant, preset)
     k = result.depth + 1
     lengths = {p: len(run) for p in steps.properties if (run := steps.bounded(p, k)) is not None}
