@@ -26,7 +26,6 @@ PRESETS = {"default": 13, "upgrade-user-false": 9}
 
 
 class Pip373Steps(Steps):
-    model = "pip-373"
     properties = ("read-committed", "committed-never-filtered", "txn-topic-never-skips", "flag-never-cleared",
                   "flag-system-owned", "skip-when-no-txn")
     liveness = ()

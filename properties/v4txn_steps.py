@@ -49,13 +49,11 @@ class Steps:
     """The v4 encoding at one configuration of ``models/v4txn``: state variables, transition
     formulas, property formulas, and the Python state each variable stands for."""
 
-    model = "v4-txn"
     properties = ("read-committed", "committed-never-filtered", "tc-state-machine")
     liveness = ("end-txn-completes",)
     # weakly fair: every step of the TC, the brokers and the dispatcher (invariants/v4txn SYSTEM)
-    fair = ("append", "append_rejected", "end_on_partition", "marker_rejected", "tc_retry", "tc_end", "deliver",
-            "skip_aborted", "skip_marker", "tb_recover", "load_skip", "load_rebuild", "load_confirm")
-    load_labels = ("tb_recover",)
+    fair = ("append", "append_rejected", "deliver", "end_on_partition", "marker_rejected", "skip_aborted",
+            "skip_marker", "tb_recover", "tc_end", "tc_retry")
 
     def __init__(self, config):
         if config.snapshots or config.acks or config.topics != 1:
