@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, shortest_lasso, shortest_run
+from .obligations import Obligation, StateVars, Verdict, agreement, bounded_verdict, same, sat, \
+    shortest_counterexamples
 
 NO, D, C, A = 0, 1, 2, 3  # a log entry's kind (NO: beyond the log's end)
 KIND = {"d": D, "c": C, "a": A}
@@ -39,10 +40,6 @@ SENT, FAILED, ANSWERED = 1, 2, 3  # END_TXN_ON_PARTITION (0: none)
 RPC = {"sent": SENT, "failed": FAILED, "done": ANSWERED}
 SECTION = ("PIP-473 Background (the v4 TC, transaction buffer and dispatcher); How the two interact: "
            "'End-of-transaction stalls on sealed segments'")
-
-
-def _steps(n: int) -> str:
-    return f"{n} step" + ("s" if n != 1 else "")
 
 
 class Steps:
@@ -226,42 +223,18 @@ class Steps:
         return z3.And(*out)
 
     # -- the checks ------------------------------------------------------------------------------
-    def bounded(self, prop: str, k: int):
-        """The shortest run (at most ``k`` steps) through a step that breaks ``prop``, as action labels, or None."""
+    def check(self, k: int) -> dict:
+        """Each property's shortest breaking run (a lasso for ``end-txn-completes``) of up to ``k``
+        steps: ``obligations.shortest_counterexamples``."""
         states = [self.vars(f"@{i}") for i in range(k + 1)]
         solver = z3.Solver()
         solver.add(self.init(states[0]))
-        found = shortest_run(solver, states, lambda i: self.transitions(states[i], states[i + 1]),
-                             lambda v: z3.BoolVal(False), lambda i, label: self.breaks(prop, states[i], label,
-                                                                                       states[i + 1]))
-        return None if found is None else found[1]
-
-    def lasso(self, k: int):
-        """The shortest lasso (at most ``k`` steps) breaking ``end-txn-completes``: (labels, loop start) or None."""
-        states = [self.vars(f"@{i}") for i in range(k + 1)]
-        solver = z3.Solver()
-        solver.add(self.init(states[0]))
-        return shortest_lasso(solver, states, lambda i: self.actions(states[i]),
-                              lambda i: self.transitions(states[i], states[i + 1]),
-                              lambda v, w: same(v, w, {}), self.ending, self.fair)
+        breaks = {p: lambda i, label, p=p: self.breaks(p, states[i], label, states[i + 1]) for p in self.properties}
+        return shortest_counterexamples(solver, states, self.vars("@loop"), lambda i: self.actions(states[i]), same,
+                                        breaks, {p: self.ending for p in self.liveness}, self.fair)
 
     def verdict(self, k: int) -> Verdict:
-        """Each property's shortest breaking run within ``k`` steps."""
-        broken = {}
-        for prop in self.properties:
-            run = self.bounded(prop, k)
-            if run is not None:
-                broken[prop] = f"{prop} in {_steps(len(run))}: {', '.join(run)}"
-        for prop in self.liveness:
-            found = self.lasso(k)
-            if found is not None:
-                run, loop = found
-                broken[prop] = (f"{prop} in {_steps(len(run))} (a lasso): {', '.join(run[:loop])}, then forever "
-                                f"{', '.join(run[loop:]) or 'nothing (no fair action is enabled)'}")
-        if not broken:
-            lassos = f"; no lasso of up to {k} steps breaks {', '.join(self.liveness)}" if self.liveness else ""
-            return Verdict(PROVED, f"no run of up to {k} steps breaks any of: {', '.join(self.properties)}{lassos}")
-        return Verdict(VIOLATED, "; ".join(broken.values()))
+        return bounded_verdict(self.check(k), self.liveness, k)
 
     # -- agreement with the Python model ---------------------------------------------------------
     def concrete(self, v, s) -> z3.BoolRef:
@@ -311,7 +284,7 @@ class Steps:
             taken = {self.label(a) for a, _ in model.successors(s)}
             pre = self.concrete(v, s)
             out += [f"{s}: {label} is enabled in the formulas only" for label in sorted(set(steps) - taken)
-                    if _sat(pre, steps[label])]
+                    if sat(pre, steps[label])]
         for s, a, t in pairs:
             label = self.label(a)
             if label not in steps:
@@ -321,22 +294,19 @@ class Steps:
             out += [f"{a}: {problem}" for problem in agreement(pre, steps[label], post)]
             for prop in self.properties:
                 fails = not checks[prop](model, s, a, t)
-                if _sat(pre, post, self.breaks(prop, v, label, w)) != fails:
+                if sat(pre, post, self.breaks(prop, v, label, w)) != fails:
                     out.append(f"{a}: {prop} {'fails' if fails else 'holds'} in Python, not in the formula")
-            if trigger is not None and _sat(pre, self.ending(v)) != bool(trigger(model, s)):
+            if trigger is not None and sat(pre, self.ending(v)) != bool(trigger(model, s)):
                 out.append(f"{s}: the liveness trigger differs")
         return out
 
 
-class Vars:
-    """One state, as named Z3 constants."""
+class Vars(StateVars):
+    """One state, with the log's helpers."""
 
     def __init__(self, steps: Steps, ints: list, bools: list, tag: str):
-        self.vars = {**{k: z3.Int(f"{k}{tag}") for k in ints}, **{k: z3.Bool(f"{k}{tag}") for k in bools}}
+        super().__init__(ints, bools, tag)
         self.steps = steps
-
-    def __getitem__(self, name):
-        return self.vars[name]
 
     def at(self, prefix: str, index):
         """``prefix{index}`` for a symbolic index into the log (0 beyond it)."""
@@ -360,11 +330,6 @@ class Vars:
         return first - 1
 
 
-def same(v: Vars, w: Vars, changes: dict) -> z3.BoolRef:
-    """``w`` is ``v`` with ``changes`` (name -> new value) made."""
-    return z3.And(*[w[k] == changes.get(k, v[k]) for k in v.vars])
-
-
 def _append(v: Vars, steps: Steps, kind, txn) -> dict:
     """The changes an append to the log makes (its guard: the log has room, ``_room``)."""
     out = {"n": v["n"] + 1}
@@ -376,12 +341,6 @@ def _append(v: Vars, steps: Steps, kind, txn) -> dict:
 
 def _room(v: Vars, steps: Steps):
     return v["n"] < steps.size
-
-
-def _sat(*facts) -> bool:
-    solver = z3.Solver()
-    solver.add(*facts)
-    return solver.check() == z3.sat
 
 
 def _encoding_of(model_name: str) -> type[Steps]:

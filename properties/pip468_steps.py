@@ -1,0 +1,385 @@
+"""Bounded model checking of PIP-468 step for step, at the bounds of one segment, one split, one
+key and no stream consumers (presets ``default``, ``new-sub``, ``failover``): each action of
+``models/pip468`` is one transition formula, its guard and its effect, over the whole state, so a
+run here has the explorer's length and breaks the same properties.
+
+At these bounds a layout is one of two: the initial one (segment 0 active) or the split one
+(segment 0 sealed, children 1 and 2 active, epoch + 1), so a layout is a Boolean "split" (the
+store's, each controller's, the producer's DAG view). The split's parent is 0 and its children 1
+and 2 ("Split Protocol": child ids from ``nextSegmentId``), on every controller. A topic is its
+existence, entries (message ids; key 0 routes by hash 0x0000 to segment 0, then 1), termination and
+a cursor per subscription. ``layout-valid`` and ``epoch-increases`` hold of both layouts by
+construction (``properties/layout.py`` proves a split keeps the partition for every layout); the
+consumer properties (``per-key-order``, the assignment and session ones) are about stream
+consumers, which these bounds have none of. ``writable-coverage`` and ``acked-delivered`` are
+checked for lassos under weak fairness, as in ``v4txn_steps``.
+"""
+from __future__ import annotations
+
+import z3
+
+from .obligations import Obligation, StateVars, Verdict, agreement, bounded_verdict, same, sat, \
+    shortest_counterexamples
+
+NONE, DISCOVER, CREATE, TERMINATE, CAS, NOTIFY = range(6)
+STEP = {"discover": DISCOVER, "create": CREATE, "terminate": TERMINATE, "cas": CAS, "notify": NOTIFY}
+SEGMENTS = (0, 1, 2)  # the parent and the split's two children
+SECTION = ("PIP-468 Split Protocol 1-5 and 'Why this ordering matters'; Leader Election and Failover; Admin API "
+           "(createSubscription); DAG Watch Sessions; Motivation: 'all subscription cursors exist before producers are "
+           "redirected'")
+# the findings' bounds, the variants checked there (as written, the finding's fix), and the explorer's depth there
+CASES = {"new-sub": (("as-written", "subs-in-metadata"), 14), "failover": (("as-written", "op-intent"), 18)}
+LIVENESS = ("writable-coverage", "acked-delivered")
+INVARIANTS = ("one-writable-segment", "no-message-loss")  # the state invariants that can fail here
+
+
+class Pip468Steps:
+    properties = ("sealed-accepts-no-write", "one-writable-segment", "cursors-before-routing", "no-message-loss")
+    liveness = LIVENESS
+    # weakly fair: the controller's steps, elections, watch delivery, reading (invariants/pip468 SYSTEM)
+    fair = ("cas", "cas_conflict", "create", "dag_update", "deliver", "discover", "elect", "layout_changed",
+            "learn_deposed", "notify", "terminate")
+
+    def __init__(self, config):
+        if (config.segments, config.splits, config.merges, config.keys, config.consumers) != (1, 1, 0, 1, 0):
+            raise ValueError("the step-for-step encoding covers one segment, one split, one key, no stream consumers")
+        if config.variant == "mutant:stale-epoch":
+            raise ValueError("the step-for-step encoding has no layout epochs")
+        v = config.variant
+        self.variant = v
+        self.fixes = {"subs-in-metadata", "op-intent", "fenced-registrations", "leader-watches-layout"} \
+            if v == "all-fixes" else {v}
+        order = [DISCOVER, CREATE, TERMINATE, CAS, NOTIFY]
+        if v in ("mutant:cas-before-terminate", "mutant:cas-before-create"):
+            order.remove(CAS)
+            order.insert(order.index(TERMINATE if v.endswith("terminate") else CREATE), CAS)
+        self.after = dict(zip(order, order[1:] + [NONE]))
+        self.brokers = tuple(range(config.brokers))
+        self.subs = tuple(f"s{i}" for i in range(config.subs + config.new_subs))
+        self.initial_subs = config.subs
+        self.msgs = tuple(range(1, config.msgs + 1))
+        self.failovers = config.failovers
+        self.watches = "leader-watches-layout" in self.fixes and config.failovers > 0
+
+    # -- the state -------------------------------------------------------------------------------
+    def vars(self, tag: str) -> StateVars:
+        ints = ["version", "lock", "acked", "splits", "failovers"]
+        bools = ["split", "intent", "view", "blocked"]
+        bools += [f"sub_{s}" for s in self.subs]
+        for seg in SEGMENTS:
+            bools += [f"exists{seg}", f"terminated{seg}"]
+            ints += [f"len{seg}"] + [f"entry{seg}_{j}" for j in range(len(self.msgs))]
+            ints += [f"cursor{seg}_{s}" for s in self.subs]  # -1: no cursor
+        for b in self.brokers:
+            bools += [f"leader{b}", f"csplit{b}"] + [f"csub{b}_{s}" for s in self.subs] + \
+                [f"osub{b}_{s}" for s in self.subs]
+            ints += [f"cversion{b}", f"step{b}", f"progress{b}", f"base{b}"]
+        for j in self.msgs:
+            ints += [f"aseg{j}", f"apos{j}"]
+            bools += [f"asub{j}_{s}" for s in self.subs] + [f"delivered{j}_{s}" for s in self.subs]
+        return StateVars(ints, bools, tag)
+
+    def loaded(self, v, b) -> dict:
+        """The controller on ``b`` loads the metadata (version, layout, subscriptions)."""
+        return {f"cversion{b}": v["version"], f"csplit{b}": v["split"],
+                **{f"csub{b}_{s}": v[f"sub_{s}"] for s in self.subs}}
+
+    def fresh_op(self, v, b) -> dict:
+        """A split of segment 0 on the controller's layout, read at its version, at step 1."""
+        return {f"step{b}": DISCOVER, f"progress{b}": 0, f"base{b}": v[f"cversion{b}"],
+                **{f"osub{b}_{s}": False for s in self.subs}}
+
+    def target(self, v):
+        """The segment the producer's DAG routes key 0 (hash 0x0000) to."""
+        return z3.If(v["view"], 1, 0)
+
+    def topic(self, v, seg, field: str):
+        """``field`` of the topic of a symbolic segment."""
+        return z3.If(seg == 0, v[f"{field}0"], z3.If(seg == 1, v[f"{field}1"], v[f"{field}2"]))
+
+    # -- the actions -----------------------------------------------------------------------------
+    def actions(self, v) -> dict:
+        out = {}
+        for b in self.brokers:
+            out.update(self.controller(v, b))
+        target = self.target(v)
+        room = v["acked"] < len(self.msgs)
+        may = z3.And(z3.Not(v["blocked"]), room)
+        rejected = z3.And(self.topic(v, target, "exists"), self.topic(v, target, "terminated"))
+        out["publish_rejected"] = (z3.And(may, rejected), {"blocked": True})
+        publish = {}
+        for seg in (0, 1):  # the only targets of key 0
+            here = target == seg
+            publish[f"exists{seg}"] = z3.Or(v[f"exists{seg}"], here)
+            publish[f"len{seg}"] = z3.If(here, v[f"len{seg}"] + 1, v[f"len{seg}"])
+            for i in range(len(self.msgs)):
+                publish[f"entry{seg}_{i}"] = z3.If(z3.And(here, v[f"len{seg}"] == i), v["acked"] + 1,
+                                                   v[f"entry{seg}_{i}"])
+        for j in self.msgs:
+            mine = v["acked"] + 1 == j
+            publish[f"aseg{j}"] = z3.If(mine, target, v[f"aseg{j}"])
+            publish[f"apos{j}"] = z3.If(mine, self.topic(v, target, "len"), v[f"apos{j}"])
+            for s in self.subs:
+                publish[f"asub{j}_{s}"] = z3.If(mine, v[f"sub_{s}"], v[f"asub{j}_{s}"])
+        out["publish"] = (z3.And(may, z3.Not(rejected), self.topic(v, target, "len") < len(self.msgs)),
+                          {**publish, "acked": v["acked"] + 1})
+        out["dag_update"] = (v["view"] != v["split"], {"view": v["split"], "blocked": False})
+        for b in self.brokers:
+            for i, s in enumerate(self.subs[self.initial_subs:], self.initial_subs):
+                count = z3.Sum(*[z3.If(v[f"sub_{x}"], 1, 0) for x in self.subs])
+                out[f"create_subscription({b},{s})"] = (z3.And(v[f"leader{b}"], count == i), self.subscribe(v, b, s))
+        for seg in SEGMENTS:
+            for s in self.subs:
+                cursor = v[f"cursor{seg}_{s}"]
+                entry = z3.IntVal(0)
+                for i in reversed(range(len(self.msgs))):
+                    entry = z3.If(cursor == i, v[f"entry{seg}_{i}"], entry)
+                out[f"deliver({s},{seg})"] = (z3.And(cursor != -1, cursor < v[f"len{seg}"]), {
+                    f"cursor{seg}_{s}": cursor + 1,
+                    **{f"delivered{j}_{s}": z3.Or(v[f"delivered{j}_{s}"], entry == j) for j in self.msgs}})
+        return out
+
+    def subscribe(self, v, b, s) -> dict:
+        """Admin ``createSubscription``: a cursor at the end of each active segment of the leader's
+        layout (``subs-in-metadata``: written by CAS into the topic's metadata first, and reloaded)."""
+        changes = {f"sub_{s}": True}
+        split = v[f"csplit{b}"]
+        if "subs-in-metadata" in self.fixes:
+            changes.update({"version": v["version"] + 1, f"cversion{b}": v["version"] + 1, f"csplit{b}": v["split"],
+                            **{f"csub{b}_{x}": z3.Or(v[f"sub_{x}"], x == s) for x in self.subs}})
+            split = v["split"]
+        for seg in SEGMENTS:
+            active = z3.Not(split) if seg == 0 else split
+            changes[f"exists{seg}"] = z3.Or(v[f"exists{seg}"], active)
+            changes[f"cursor{seg}_{s}"] = z3.If(active, v[f"len{seg}"], v[f"cursor{seg}_{s}"])
+        return changes
+
+    def controller(self, v, b) -> dict:
+        out = {}
+        leader, step, progress = v[f"leader{b}"], v[f"step{b}"], v[f"progress{b}"]
+        intent = "op-intent" in self.fixes
+        elect = {**self.loaded(v, b), f"leader{b}": True, "lock": b}
+        if intent:  # the new leader resumes the persisted operation
+            resume = z3.And(v["intent"], step == NONE)
+            elect.update({f"step{b}": z3.If(resume, DISCOVER, step), f"progress{b}": z3.If(resume, 0, progress),
+                          f"base{b}": z3.If(resume, v["version"], v[f"base{b}"]),
+                          **{f"osub{b}_{s}": z3.And(z3.Not(resume), v[f"osub{b}_{s}"]) for s in self.subs}})
+        out[f"elect({b})"] = (z3.And(v["lock"] == -1, z3.Not(leader)), elect)
+        out[f"learn_deposed({b})"] = (z3.And(leader, v["lock"] != b), {f"leader{b}": False})
+        if self.watches:
+            out[f"layout_changed({b})"] = (z3.And(leader, v[f"cversion{b}"] != v["version"]), self.loaded(v, b))
+        if self.failovers:
+            budget = v["failovers"] < self.failovers
+            out[f"lose_session({b})"] = (z3.And(budget, v["lock"] == b), {"lock": -1,
+                                                                          "failovers": v["failovers"] + 1})
+            out[f"crash({b})"] = (z3.And(budget, z3.Or(leader, step != NONE)), {
+                f"leader{b}": False, f"cversion{b}": -1, f"csplit{b}": False, f"step{b}": NONE, f"progress{b}": 0,
+                f"base{b}": 0, **{f"{k}{b}_{s}": False for k in ("csub", "osub") for s in self.subs},
+                "lock": z3.If(v["lock"] == b, -1, v["lock"]), "failovers": v["failovers"] + 1})
+        blocked = z3.And(intent, v["intent"]) if intent else z3.BoolVal(False)
+        out[f"request_split({b})"] = (z3.And(leader, z3.Not(blocked), v["splits"] < 1, z3.Not(v[f"csplit{b}"])), {
+            **self.fresh_op(v, b), "splits": v["splits"] + 1, **({"intent": True} if intent else {})})
+        if "subs-in-metadata" in self.fixes:
+            found = {f"osub{b}_{s}": v[f"csub{b}_{s}"] for s in self.subs}
+        else:
+            found = {f"osub{b}_{s}": z3.And(v["exists0"], v[f"cursor0_{s}"] != -1) for s in self.subs}
+        out[f"discover({b})"] = (step == DISCOVER, {**found, f"step{b}": self.after[DISCOVER]})
+        last = progress == 1
+        create = {f"step{b}": z3.If(last, self.after[CREATE], CREATE), f"progress{b}": z3.If(last, 0, progress + 1)}
+        for child in (1, 2):
+            mine = progress == child - 1
+            create[f"exists{child}"] = z3.Or(v[f"exists{child}"], mine)
+            for s in self.subs:
+                cursor = v[f"cursor{child}_{s}"]
+                create[f"cursor{child}_{s}"] = z3.If(z3.And(mine, v[f"osub{b}_{s}"], cursor == -1), 0, cursor)
+        out[f"create({b})"] = (step == CREATE, create)
+        out[f"terminate({b})"] = (step == TERMINATE, {"exists0": True, "terminated0": True,
+                                                      f"step{b}": self.after[TERMINATE]})
+        current = v["version"] == v[f"base{b}"]
+        out[f"cas({b})"] = (z3.And(step == CAS, current), {
+            "version": v["version"] + 1, "split": True, **({"intent": False} if intent else {}),
+            f"cversion{b}": v["version"] + 1, f"csplit{b}": True, **{f"csub{b}_{s}": v[f"sub_{s}"] for s in self.subs},
+            f"step{b}": self.after[CAS]})
+        # BadVersion: reload; the split starts over on the new layout, or fails if it is split already
+        gone = v["split"]
+        conflict = {**self.loaded(v, b), f"step{b}": z3.If(gone, NONE, DISCOVER), f"progress{b}": 0,
+                    f"base{b}": z3.If(gone, 0, v["version"]), **{f"osub{b}_{s}": False for s in self.subs}}
+        if intent:
+            conflict["intent"] = z3.And(v["intent"], z3.Not(gone))
+        out[f"cas_conflict({b})"] = (z3.And(step == CAS, z3.Not(current)), conflict)
+        out[f"notify({b})"] = (step == NOTIFY, {f"step{b}": NONE, f"progress{b}": 0, f"base{b}": 0,
+                                                **{f"osub{b}_{s}": False for s in self.subs}})
+        return out
+
+    def transitions(self, v, w) -> dict:
+        return {label: z3.And(guard, same(v, w, changes)) for label, (guard, changes) in self.actions(v).items()}
+
+    # -- the properties --------------------------------------------------------------------------
+    def breaks(self, prop: str, v, label: str, w):
+        target = self.target(v)
+        if label == "publish" and prop == "sealed-accepts-no-write":
+            active = z3.If(target == 0, z3.Not(v["split"]), v["split"])
+            return z3.Or(z3.Not(active), z3.And(self.topic(v, target, "exists"), self.topic(v, target, "terminated")))
+        if label == "publish" and prop == "cursors-before-routing":
+            missing = [z3.And(v[f"sub_{s}"], z3.If(target == 0, v[f"cursor0_{s}"], v[f"cursor1_{s}"]) == -1)
+                       for s in self.subs]
+            return z3.Or(z3.Not(self.topic(v, target, "exists")), *missing)
+        if prop in ("one-writable-segment", "no-message-loss"):  # invariants: checked on the state a step reaches
+            return z3.Not(self.invariant(prop, w))
+        return z3.BoolVal(False)
+
+    def invariant(self, prop: str, v):
+        if prop == "one-writable-segment":
+            writable = {seg: z3.And(v[f"exists{seg}"], z3.Not(v[f"terminated{seg}"])) for seg in SEGMENTS}
+            bad = []
+            for child in (1, 2):  # hash 0x0000 routes to 0 or 1, hash 0xFFFF to 0 or 2
+                routes_parent = z3.Or(z3.Not(v["split"]), z3.Not(v["view"]))
+                routes_child = z3.Or(v["split"], v["view"])
+                bad.append(z3.And(routes_parent, routes_child, writable[0], writable[child]))
+            return z3.Not(z3.Or(*bad))
+        lost = []
+        for j in self.msgs:
+            for s in self.subs:
+                cursor = z3.If(v[f"aseg{j}"] == 0, v[f"cursor0_{s}"], v[f"cursor1_{s}"])
+                kept = z3.And(cursor != -1, cursor <= v[f"apos{j}"])
+                lost.append(z3.And(v["acked"] >= j, v[f"asub{j}_{s}"], z3.Not(v[f"delivered{j}_{s}"]), z3.Not(kept)))
+        return z3.Not(z3.Or(*lost))
+
+    def stuck(self, prop: str, v):
+        """The leads-to's trigger (its goal is the negation)."""
+        if prop == "writable-coverage":
+            return z3.Or(z3.And(z3.Not(v["split"]), v["exists0"], v["terminated0"]),
+                         *[z3.And(v["split"], v[f"exists{c}"], v[f"terminated{c}"]) for c in (1, 2)])
+        return z3.Or(False, *[z3.And(v["acked"] >= j, v[f"asub{j}_{s}"], z3.Not(v[f"delivered{j}_{s}"]))
+                              for j in self.msgs for s in self.subs])
+
+    def init(self, v):
+        out = [v["version"] == 0, v["lock"] == -1, v["acked"] == 0, v["splits"] == 0, v["failovers"] == 0,
+               z3.Not(v["split"]), z3.Not(v["intent"]), z3.Not(v["view"]), z3.Not(v["blocked"])]
+        for i, s in enumerate(self.subs):
+            out.append(v[f"sub_{s}"] == (i < self.initial_subs))
+        for seg in SEGMENTS:
+            out += [v[f"exists{seg}"] == (seg == 0), z3.Not(v[f"terminated{seg}"]), v[f"len{seg}"] == 0]
+            out += [v[f"entry{seg}_{i}"] == 0 for i in range(len(self.msgs))]
+            out += [v[f"cursor{seg}_{s}"] == (0 if seg == 0 and i < self.initial_subs else -1)
+                    for i, s in enumerate(self.subs)]
+        for b in self.brokers:
+            out += [z3.Not(v[f"leader{b}"]), z3.Not(v[f"csplit{b}"]), v[f"cversion{b}"] == -1, v[f"step{b}"] == NONE,
+                    v[f"progress{b}"] == 0, v[f"base{b}"] == 0]
+            out += [z3.Not(v[f"{k}{b}_{s}"]) for k in ("csub", "osub") for s in self.subs]
+        for j in self.msgs:
+            out += [v[f"aseg{j}"] == 0, v[f"apos{j}"] == 0]
+            out += [z3.Not(v[f"{k}{j}_{s}"]) for k in ("asub", "delivered") for s in self.subs]
+        return z3.And(*out)
+
+    # -- the checks ------------------------------------------------------------------------------
+    def expanded(self, v) -> dict:
+        """The actions out of ``v``: the explorer expands no state that breaks an invariant, so
+        neither does a run here."""
+        ok = z3.And(*[self.invariant(p, v) for p in INVARIANTS])
+        return {label: (z3.And(ok, guard), changes) for label, (guard, changes) in self.actions(v).items()}
+
+    def check(self, k: int) -> dict:
+        """Each property's shortest breaking run (a lasso for the leads-to properties) of up to ``k``
+        steps: ``obligations.shortest_counterexamples``."""
+        states = [self.vars(f"@{i}") for i in range(k + 1)]
+        solver = z3.Solver()
+        solver.add(self.init(states[0]))
+        breaks = {p: lambda i, label, p=p: self.breaks(p, states[i], label, states[i + 1]) for p in self.properties}
+        stuck = {p: lambda v, p=p: z3.And(self.stuck(p, v), *[self.invariant(q, v) for q in INVARIANTS])
+                 for p in self.liveness}
+        return shortest_counterexamples(solver, states, self.vars("@loop"), lambda i: self.expanded(states[i]), same,
+                                        breaks, stuck, self.fair)
+
+    def verdict(self, k: int) -> Verdict:
+        return bounded_verdict(self.check(k), self.liveness, k)
+
+    # -- agreement with the Python model ---------------------------------------------------------
+    def concrete(self, v, s) -> z3.BoolRef:
+        split = bool(s.layout.active_segments[0].segment_id != 0)
+        out = [v["version"] == s.version, v["lock"] == (-1 if s.lock is None else s.lock), v["acked"] == len(s.acked),
+               v["splits"] == s.splits, v["failovers"] == s.failovers, v["split"] == split,
+               v["intent"] == bool(s.intent), v["view"] == (s.view.active_segments[0].segment_id != 0),
+               v["blocked"] == s.blocked]
+        out += [v[f"sub_{x}"] == (x in s.subs) for x in self.subs]
+        for seg in SEGMENTS:
+            t = s.topics.get(seg)
+            entries = t.entries if t else ()
+            out += [v[f"exists{seg}"] == (t is not None), v[f"terminated{seg}"] == bool(t and t.terminated),
+                    v[f"len{seg}"] == len(entries)]
+            out += [v[f"entry{seg}_{i}"] == (entries[i][0] if i < len(entries) else 0) for i in range(len(self.msgs))]
+            out += [v[f"cursor{seg}_{x}"] == (t.cursors.get(x, -1) if t else -1) for x in self.subs]
+        for b, c in enumerate(s.ctrls):
+            op = c.ops[0] if c.ops else None
+            out += [v[f"leader{b}"] == c.leader, v[f"cversion{b}"] == c.version,
+                    v[f"csplit{b}"] == bool(c.layout and c.layout.active_segments[0].segment_id != 0),
+                    v[f"step{b}"] == (STEP[op.step] if op else NONE), v[f"progress{b}"] == (op.progress if op else 0),
+                    v[f"base{b}"] == (op.base if op else 0)]
+            out += [v[f"csub{b}_{x}"] == (x in c.subs) for x in self.subs]
+            out += [v[f"osub{b}_{x}"] == (op is not None and x in op.subs) for x in self.subs]
+        for j in self.msgs:
+            acked = s.acked[j - 1] if j <= len(s.acked) else None
+            out += [v[f"aseg{j}"] == (acked[2] if acked else 0), v[f"apos{j}"] == (acked[3] if acked else 0)]
+            out += [v[f"asub{j}_{x}"] == bool(acked and x in acked[4]) for x in self.subs]
+            out += [v[f"delivered{j}_{x}"] == (j in s.delivered.get(x, ())) for x in self.subs]
+        return z3.And(*out)
+
+    @staticmethod
+    def label(a) -> str:
+        p = dict(a.params)
+        if a.name == "deliver":
+            return f"deliver({p['sub']},{p['segment']})"
+        if a.name == "create_subscription":
+            return f"create_subscription({p['broker']},{p['sub']})"
+        return a.name + (f"({p['broker']})" if "broker" in p else "")
+
+    def disagreements(self, model, pairs, transitions_of=None) -> list[str]:
+        """As ``v4txn_steps.Steps.disagreements``: each transition is admitted by its action's
+        formula and nothing else is; no other action's formula is enabled; each property's formula
+        fails exactly where the Python one does; the liveness triggers are the Python ones."""
+        v, w = self.vars(""), self.vars("'")
+        steps = (transitions_of or self.transitions)(v, w)
+        checks = {p.id: p for p in model.props}
+        out = []
+        for s in {s for s, _, _ in pairs}:
+            taken = {self.label(a) for a, _ in model.successors(s)}
+            pre = self.concrete(v, s)
+            out += [f"{s}: {label} is enabled in the formulas only" for label in sorted(set(steps) - taken)
+                    if sat(pre, steps[label])]
+            for prop in self.liveness:
+                if sat(pre, self.stuck(prop, v)) != bool(checks[prop].trigger(model, s)):
+                    out.append(f"{s}: the trigger of {prop} differs")
+        for s, a, t in pairs:
+            label = self.label(a)
+            if label not in steps:
+                out.append(f"{a}: the encoding has no formula for {label}")
+                continue
+            pre, post = self.concrete(v, s), self.concrete(w, t)
+            out += [f"{a}: {problem}" for problem in agreement(pre, steps[label], post)]
+            for prop in self.properties:
+                p = checks[prop]
+                fails = not (p.check(model, t) if p.kind == "invariant" else p.check(model, s, a, t))
+                if sat(pre, post, self.breaks(prop, v, label, w)) != fails:
+                    out.append(f"{a}: {prop} {'fails' if fails else 'holds'} in Python, not in the formula")
+        return out
+
+
+
+def encoding(variant: str, preset: str) -> Pip468Steps:
+    from pulsar_verify import registry
+    return Pip468Steps(registry.build("pip-468", variant, preset=preset).config)
+
+
+def disagreements(model, pairs, transitions_of=None) -> list[str]:
+    """``Pip468Steps.disagreements`` for the model's own configuration."""
+    return Pip468Steps(model.config).disagreements(model, pairs, transitions_of)
+
+
+OBLIGATIONS = [
+    Obligation("pip-468", f"steps-bounded-{preset}", f"each property's shortest breaking run (a lasso for "
+               f"{' and '.join(LIVENESS)}) of the controller, producer and subscriptions at the {preset} bounds, step "
+               f"for step (up to {depth + 1} steps: the explorer's depth plus one)", SECTION,
+               lambda variant=variant, preset=preset, depth=depth: encoding(variant, preset).verdict(depth + 1),
+               (variant,), minutes=variant != "as-written")
+    for preset, (variants, depth) in CASES.items() for variant in variants
+]
