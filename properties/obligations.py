@@ -229,6 +229,39 @@ def steps_text(n: int) -> str:
     return f"{n} step" + ("s" if n != 1 else "")
 
 
+def step_disagreements(encoding, model, pairs, transitions_of=None) -> list[str]:
+    """How a step-for-step ``encoding`` disagrees with Python transitions ``(s, a, t)``: the
+    formula of ``a`` must admit ``t`` from ``s`` and nothing else; no formula of an action the
+    Python model does not take from ``s`` may admit a step; each property's ``breaks`` must hold
+    exactly when the Python property fails; each leads-to's ``stuck`` must be its Python trigger.
+    The encoding gives ``vars``, ``transitions``, ``label``, ``concrete``, ``properties``,
+    ``breaks``, ``liveness`` and ``stuck``."""
+    v, w = encoding.vars(""), encoding.vars("'")
+    steps = (transitions_of or encoding.transitions)(v, w)
+    props = {p.id: p for p in model.props}
+    out = []
+    for s in {s for s, _, _ in pairs}:
+        taken = {encoding.label(a) for a, _ in model.successors(s)}
+        pre = encoding.concrete(v, s)
+        out += [f"{s}: {label} is enabled in the formulas only" for label in sorted(set(steps) - taken)
+                if sat(pre, steps[label])]
+        out += [f"{s}: the trigger of {name} differs" for name in encoding.liveness
+                if sat(pre, encoding.stuck(name, v)) != bool(props[name].trigger(model, s))]
+    for s, a, t in pairs:
+        label = encoding.label(a)
+        if label not in steps:
+            out.append(f"{a}: the encoding has no formula for {label}")
+            continue
+        pre, post = encoding.concrete(v, s), encoding.concrete(w, t)
+        out += [f"{a}: {problem}" for problem in agreement(pre, steps[label], post)]
+        for name in encoding.properties:
+            p = props[name]
+            fails = not (p.check(model, t) if p.kind == "invariant" else p.check(model, s, a, t))
+            if sat(pre, post, encoding.breaks(name, v, label, w)) != fails:
+                out.append(f"{a}: {name} {'fails' if fails else 'holds'} in Python, not in the formula")
+    return out
+
+
 def agreement(pre, step, post, allowed=None, show: Callable[[z3.ModelRef], str] | None = None) -> list[str]:
     """How a transition formula ``step`` disagrees with one concrete transition of the Python
     model: from ``pre`` it must admit ``post``, and nothing outside ``allowed`` (default: ``post``)."""

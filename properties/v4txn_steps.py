@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation, StateVars, Verdict, agreement, bounded_verdict, same, sat, \
-    shortest_counterexamples
+from .obligations import Obligation, StateVars, Verdict, bounded_verdict, same, shortest_counterexamples, \
+    step_disagreements
 
 NO, D, C, A = 0, 1, 2, 3  # a log entry's kind (NO: beyond the log's end)
 KIND = {"d": D, "c": C, "a": A}
@@ -204,8 +204,8 @@ class Steps:
                                   for t in self.txns for before in TC.values()])
         return z3.BoolVal(False)
 
-    def ending(self, v):
-        """``end-txn-completes``'s trigger; its goal is the negation."""
+    def stuck(self, prop: str, v):
+        """``end-txn-completes``'s trigger (an end-txn unanswered); its goal is the negation."""
         return z3.Or(False, *[v[f"phase{t}"] == ENDED for t in self.txns])
 
     def init(self, v):
@@ -231,7 +231,7 @@ class Steps:
         solver.add(self.init(states[0]))
         breaks = {p: lambda i, label, p=p: self.breaks(p, states[i], label, states[i + 1]) for p in self.properties}
         return shortest_counterexamples(solver, states, self.vars("@loop"), lambda i: self.actions(states[i]), same,
-                                        breaks, {p: self.ending for p in self.liveness}, self.fair)
+                                        breaks, {p: lambda v, p=p: self.stuck(p, v) for p in self.liveness}, self.fair)
 
     def verdict(self, k: int) -> Verdict:
         return bounded_verdict(self.check(k), self.liveness, k)
@@ -270,35 +270,7 @@ class Steps:
         return a.name + (f"({','.join(shown)})" if shown else "")
 
     def disagreements(self, model, pairs, transitions_of=None) -> list[str]:
-        """For Python transitions ``(s, a, t)``: the formula of ``a`` admits ``t`` from ``s``, and
-        nothing else; no formula of an action the Python model does not take from ``s`` admits a
-        step; each property's ``breaks`` holds exactly when the Python property fails; and the
-        liveness trigger is the Python one."""
-        v, w = self.vars(""), self.vars("'")
-        steps = (transitions_of or self.transitions)(v, w)
-        checks = {p.id: p.check for p in model.action_properties}
-        assert set(checks) == set(self.properties), checks
-        trigger = next(p.trigger for p in model.liveness) if self.liveness else None
-        out = []
-        for s in {s for s, _, _ in pairs}:
-            taken = {self.label(a) for a, _ in model.successors(s)}
-            pre = self.concrete(v, s)
-            out += [f"{s}: {label} is enabled in the formulas only" for label in sorted(set(steps) - taken)
-                    if sat(pre, steps[label])]
-        for s, a, t in pairs:
-            label = self.label(a)
-            if label not in steps:
-                out.append(f"{a}: the encoding has no formula for {label}")
-                continue
-            pre, post = self.concrete(v, s), self.concrete(w, t)
-            out += [f"{a}: {problem}" for problem in agreement(pre, steps[label], post)]
-            for prop in self.properties:
-                fails = not checks[prop](model, s, a, t)
-                if sat(pre, post, self.breaks(prop, v, label, w)) != fails:
-                    out.append(f"{a}: {prop} {'fails' if fails else 'holds'} in Python, not in the formula")
-            if trigger is not None and sat(pre, self.ending(v)) != bool(trigger(model, s)):
-                out.append(f"{s}: the liveness trigger differs")
-        return out
+        return step_disagreements(self, model, pairs, transitions_of)
 
 
 class Vars(StateVars):
