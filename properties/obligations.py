@@ -78,20 +78,15 @@ def inductive(init, inv, inv_next, steps: dict, before: Callable[[z3.ModelRef], 
 
 
 def shortest_run(solver: z3.Solver, states: list, steps_between: Callable[[int], dict],
-                 bad: Callable[[object], object], bad_step: Callable[[int, str], object] | None = None):
+                 bad: Callable[[object], object]):
     """Bounded model checking: the shortest run from ``states[0]`` (which ``solver`` already
-    constrains) to a state where ``bad`` holds, or (with ``bad_step``, for action properties)
-    through a step that breaks the claim, as (Z3 model, action labels); None if there is none of up
-    to ``len(states) - 1`` steps. ``steps_between(i)`` gives the transition formulas, by label,
-    between ``states[i]`` and ``states[i + 1]``; ``bad_step(i, label)`` says that step breaks it."""
+    constrains) to a state where ``bad`` holds, as (Z3 model, action labels), or None if there is
+    none of up to ``len(states) - 1`` steps. ``steps_between(i)`` gives the transition formulas, by
+    label, between ``states[i]`` and ``states[i + 1]``."""
     chosen = []
     for i, state in enumerate(states):
         solver.push()
-        broken = [bad(state)]
-        if chosen and bad_step is not None:
-            choice, names = chosen[-1]
-            broken += [z3.And(choice == j, bad_step(i - 1, n)) for j, n in enumerate(names)]
-        solver.add(z3.Or(*broken))
+        solver.add(bad(state))
         if solver.check() == z3.sat:
             m = solver.model()
             return m, _labels(m, chosen)

@@ -12,7 +12,10 @@ a cursor per subscription. ``layout-valid`` and ``epoch-increases`` hold of both
 construction (``properties/layout.py`` proves a split keeps the partition for every layout); the
 consumer properties (``per-key-order``, the assignment and session ones) are about stream
 consumers, which these bounds have none of. ``writable-coverage`` and ``acked-delivered`` are
-checked for lassos under weak fairness, as in ``v4txn_steps``.
+checked for lassos under weak fairness, as in ``v4txn_steps``. A run stops at a state that breaks
+an invariant, as the explorer expands no such state (past the ``no-message-loss`` violation at
+``new-sub`` a lasso breaking ``acked-delivered`` exists, outside the graph the explorer checks).
+The checks take minutes, so the obligations run in ``prove`` and nightly.
 """
 from __future__ import annotations
 
