@@ -129,7 +129,8 @@ def shortest_counterexamples(solver: z3.Solver, states: list, loop, actions_at: 
     found = {}
     chosen, saved, seen = [], [], {}
     for k, state in enumerate(states):
-        guards = {label: guard for label, (guard, _) in actions_at(k).items() if label.split("(")[0] in fair}
+        actions = actions_at(k)
+        guards = {label: guard for label, (guard, _) in actions.items() if label.split("(")[0] in fair}
         saved.append(z3.Bool(f"saved@{k}"))  # the loop has started at or before this state
         start = saved[k] if k == 0 else z3.And(saved[k], z3.Not(saved[k - 1]))
         solver.add(z3.Implies(start, same(loop, state, {})), *([z3.Implies(saved[k - 1], saved[k])] if k else []))
@@ -152,12 +153,9 @@ def shortest_counterexamples(solver: z3.Solver, states: list, loop, actions_at: 
                 found[name] = (labels, k if marks[-1] else marks.index(True))
         if len(found) == len(breaks) + len(stuck) or k + 1 == len(states):
             break
-        steps = actions_at(k)
-        labels = sorted(steps)
-        choice = z3.Int(f"action@{k}")
-        solver.add(z3.Or(*[z3.And(choice == j, steps[n][0], same(state, states[k + 1], steps[n][1]))
-                           for j, n in enumerate(labels)]))
-        chosen.append((choice, labels))
+        chosen.append(_one_step(solver, k, {label: z3.And(guard, same(state, states[k + 1], changes))
+                                            for label, (guard, changes) in actions.items()}))
+        choice, labels = chosen[-1]
         for label, guard in guards.items():
             before = z3.And(z3.Not(start), seen[label]) if label in seen else z3.BoolVal(False)
             now = z3.Bool(f"seen@{k + 1}:{label}")  # since the loop started: taken, or disabled somewhere
@@ -224,37 +222,74 @@ def steps_text(n: int) -> str:
     return f"{n} step" + ("s" if n != 1 else "")
 
 
-def step_disagreements(encoding, model, pairs, transitions_of=None) -> list[str]:
-    """How a step-for-step ``encoding`` disagrees with Python transitions ``(s, a, t)``: the
-    formula of ``a`` must admit ``t`` from ``s`` and nothing else; no formula of an action the
-    Python model does not take from ``s`` may admit a step; each property's ``breaks`` must hold
-    exactly when the Python property fails; each leads-to's ``stuck`` must be its Python trigger.
-    The encoding gives ``vars``, ``transitions``, ``label``, ``concrete``, ``properties``,
-    ``breaks``, ``liveness`` and ``stuck``."""
-    v, w = encoding.vars(""), encoding.vars("'")
-    steps = (transitions_of or encoding.transitions)(v, w)
-    props = {p.id: p for p in model.props}
-    out = []
-    for s in {s for s, _, _ in pairs}:
-        taken = {encoding.label(a) for a, _ in model.successors(s)}
-        pre = encoding.concrete(v, s)
-        out += [f"{s}: {label} is enabled in the formulas only" for label in sorted(set(steps) - taken)
-                if sat(pre, steps[label])]
-        out += [f"{s}: the trigger of {name} differs" for name in encoding.liveness
-                if sat(pre, encoding.stuck(name, v)) != bool(props[name].trigger(model, s))]
-    for s, a, t in pairs:
-        label = encoding.label(a)
-        if label not in steps:
-            out.append(f"{a}: the encoding has no formula for {label}")
-            continue
-        pre, post = encoding.concrete(v, s), encoding.concrete(w, t)
-        out += [f"{a}: {problem}" for problem in agreement(pre, steps[label], post)]
-        for name in encoding.properties:
-            p = props[name]
-            fails = not (p.check(model, t) if p.kind == "invariant" else p.check(model, s, a, t))
-            if sat(pre, post, encoding.breaks(name, v, label, w)) != fails:
-                out.append(f"{a}: {name} {'fails' if fails else 'holds'} in Python, not in the formula")
-    return out
+class StepEncoding:
+    """A model encoded step for step: each action a (guard, changes) pair over one state's
+    variables. A subclass gives ``vars(tag)``, ``init(v)``, ``actions(v)``, ``breaks(prop, v,
+    label, w)``, ``stuck(prop, v)``, ``concrete(v, s)``, ``label(a)``, and the names of its
+    ``properties`` (safety), ``liveness`` (leads-to) and ``fair`` actions; this class gives the
+    transition formulas, the bounded checks and their verdict, and the agreement check."""
+
+    properties: tuple = ()
+    liveness: tuple = ()
+    fair: tuple = ()
+
+    def transitions(self, v, w) -> dict:
+        """Action label -> formula from ``v`` to ``w``."""
+        return {label: z3.And(guard, same(v, w, changes)) for label, (guard, changes) in self.actions(v).items()}
+
+    def expandable(self, v):
+        """What a state satisfies for a run to go on from it: every state, unless a subclass says
+        otherwise (the explorer expands no state that breaks an invariant)."""
+        return z3.BoolVal(True)
+
+    def check(self, k: int, only=None) -> dict:
+        """Each property's (or those in ``only``) shortest breaking run (a lasso for the leads-to
+        properties) of up to ``k`` steps: ``shortest_counterexamples``."""
+        states = [self.vars(f"@{i}") for i in range(k + 1)]
+        solver = z3.Solver()
+        solver.add(self.init(states[0]))
+        ok = self.expandable
+
+        def actions_at(i):
+            return {label: (z3.And(ok(states[i]), guard), changes)
+                    for label, (guard, changes) in self.actions(states[i]).items()}
+        breaks = {p: lambda i, label, p=p: self.breaks(p, states[i], label, states[i + 1])
+                  for p in self.properties if only is None or p in only}
+        stuck = {p: lambda v, p=p: z3.And(self.stuck(p, v), ok(v)) for p in self.liveness if only is None or p in only}
+        return shortest_counterexamples(solver, states, self.vars("@loop"), actions_at, same, breaks, stuck, self.fair)
+
+    def verdict(self, k: int) -> Verdict:
+        return bounded_verdict(self.check(k), self.liveness, k)
+
+    def disagreements(self, model, pairs, transitions_of=None) -> list[str]:
+        """How the encoding disagrees with Python transitions ``(s, a, t)``: the formula of ``a``
+        must admit ``t`` from ``s`` and nothing else; no formula of an action the Python model does
+        not take from ``s`` may admit a step; each property's ``breaks`` must hold exactly when the
+        Python property fails; each leads-to's ``stuck`` must be its Python trigger."""
+        v, w = self.vars(""), self.vars("'")
+        steps = (transitions_of or self.transitions)(v, w)
+        props = {p.id: p for p in model.props}
+        out = []
+        for s in {s for s, _, _ in pairs}:
+            taken = {self.label(a) for a, _ in model.successors(s)}
+            pre = self.concrete(v, s)
+            out += [f"{s}: {label} is enabled in the formulas only" for label in sorted(set(steps) - taken)
+                    if sat(pre, steps[label])]
+            out += [f"{s}: the trigger of {name} differs" for name in self.liveness
+                    if sat(pre, self.stuck(name, v)) != bool(props[name].trigger(model, s))]
+        for s, a, t in pairs:
+            label = self.label(a)
+            if label not in steps:
+                out.append(f"{a}: the encoding has no formula for {label}")
+                continue
+            pre, post = self.concrete(v, s), self.concrete(w, t)
+            out += [f"{a}: {problem}" for problem in agreement(pre, steps[label], post)]
+            for name in self.properties:
+                p = props[name]
+                fails = not (p.check(model, t) if p.kind == "invariant" else p.check(model, s, a, t))
+                if sat(pre, post, self.breaks(name, v, label, w)) != fails:
+                    out.append(f"{a}: {name} {'fails' if fails else 'holds'} in Python, not in the formula")
+        return out
 
 
 def agreement(pre, step, post, allowed=None, show: Callable[[z3.ModelRef], str] | None = None) -> list[str]:

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation, StateVars, Verdict, bounded_verdict, same, shortest_counterexamples, \
-    step_disagreements
+from .obligations import Obligation, StateVars, StepEncoding
 
 NONE, DISCOVER, CREATE, TERMINATE, CAS, NOTIFY = range(6)
 STEP = {"discover": DISCOVER, "create": CREATE, "terminate": TERMINATE, "cas": CAS, "notify": NOTIFY}
@@ -37,7 +36,7 @@ LIVENESS = ("writable-coverage", "acked-delivered")
 INVARIANTS = ("one-writable-segment", "no-message-loss")  # the state invariants that can fail here
 
 
-class Pip468Steps:
+class Pip468Steps(StepEncoding):
     properties = ("sealed-accepts-no-write", "one-writable-segment", "cursors-before-routing", "no-message-loss")
     liveness = LIVENESS
     # weakly fair: the controller's steps, elections, watch delivery, reading (invariants/pip468 SYSTEM)
@@ -215,9 +214,6 @@ class Pip468Steps:
                                                 **{f"osub{b}_{s}": False for s in self.subs}})
         return out
 
-    def transitions(self, v, w) -> dict:
-        return {label: z3.And(guard, same(v, w, changes)) for label, (guard, changes) in self.actions(v).items()}
-
     # -- the properties --------------------------------------------------------------------------
     def breaks(self, prop: str, v, label: str, w):
         target = self.target(v)
@@ -277,28 +273,9 @@ class Pip468Steps:
         return z3.And(*out)
 
     # -- the checks ------------------------------------------------------------------------------
-    def expanded(self, v) -> dict:
-        """The actions out of ``v``: the explorer expands no state that breaks an invariant, so
-        neither does a run here."""
-        ok = z3.And(*[self.invariant(p, v) for p in INVARIANTS])
-        return {label: (z3.And(ok, guard), changes) for label, (guard, changes) in self.actions(v).items()}
-
-    def check(self, k: int, only=None) -> dict:
-        """Each property's (or those in ``only``) shortest breaking run (a lasso for the leads-to
-        properties) of up to ``k`` steps: ``obligations.shortest_counterexamples``."""
-        states = [self.vars(f"@{i}") for i in range(k + 1)]
-        solver = z3.Solver()
-        solver.add(self.init(states[0]))
-        wanted = [p for p in self.properties + self.liveness if only is None or p in only]
-        breaks = {p: lambda i, label, p=p: self.breaks(p, states[i], label, states[i + 1])
-                  for p in self.properties if p in wanted}
-        stuck = {p: lambda v, p=p: z3.And(self.stuck(p, v), *[self.invariant(q, v) for q in INVARIANTS])
-                 for p in self.liveness if p in wanted}
-        return shortest_counterexamples(solver, states, self.vars("@loop"), lambda i: self.expanded(states[i]), same,
-                                        breaks, stuck, self.fair)
-
-    def verdict(self, k: int) -> Verdict:
-        return bounded_verdict(self.check(k), self.liveness, k)
+    def expandable(self, v):
+        """The explorer expands no state that breaks an invariant, so neither does a run here."""
+        return z3.And(*[self.invariant(p, v) for p in INVARIANTS])
 
     # -- agreement with the Python model ---------------------------------------------------------
     def concrete(self, v, s) -> z3.BoolRef:
@@ -338,9 +315,6 @@ class Pip468Steps:
         if a.name == "create_subscription":
             return f"create_subscription({p['broker']},{p['sub']})"
         return a.name + (f"({p['broker']})" if "broker" in p else "")
-
-    def disagreements(self, model, pairs, transitions_of=None) -> list[str]:
-        return step_disagreements(self, model, pairs, transitions_of)
 
 
 def encoding(variant: str, preset: str) -> Pip468Steps:

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation, StateVars, Verdict, bounded_verdict, same, shortest_counterexamples, \
-    step_disagreements
+from .obligations import Obligation, StateVars, StepEncoding
 
 NO, D, C, A = 0, 1, 2, 3  # a log entry's kind (NO: beyond the log's end)
 KIND = {"d": D, "c": C, "a": A}
@@ -42,9 +41,9 @@ SECTION = ("PIP-473 Background (the v4 TC, transaction buffer and dispatcher); H
            "'End-of-transaction stalls on sealed segments'")
 
 
-class Steps:
-    """The v4 encoding at one configuration of ``models/v4txn``: state variables, transition
-    formulas, property formulas, and the Python state each variable stands for."""
+class Steps(StepEncoding):
+    """The v4 encoding at one configuration of ``models/v4txn``: state variables, actions,
+    property formulas, and the Python state each variable stands for."""
 
     properties = ("read-committed", "committed-never-filtered", "tc-state-machine")
     liveness = ("end-txn-completes",)
@@ -126,10 +125,6 @@ class Steps:
         return out
 
     # -- the actions -----------------------------------------------------------------------------
-    def transitions(self, v, w) -> dict:
-        """Action label -> formula from ``v`` to ``w``."""
-        return {label: z3.And(guard, same(v, w, changes)) for label, (guard, changes) in self.actions(v).items()}
-
     def actions(self, v) -> dict:
         """Action label -> (guard over ``v``, changes: variable name -> new value)."""
         out = {}
@@ -222,20 +217,6 @@ class Steps:
                     z3.Not(v[f"filtered{i}"])]
         return z3.And(*out)
 
-    # -- the checks ------------------------------------------------------------------------------
-    def check(self, k: int) -> dict:
-        """Each property's shortest breaking run (a lasso for ``end-txn-completes``) of up to ``k``
-        steps: ``obligations.shortest_counterexamples``."""
-        states = [self.vars(f"@{i}") for i in range(k + 1)]
-        solver = z3.Solver()
-        solver.add(self.init(states[0]))
-        breaks = {p: lambda i, label, p=p: self.breaks(p, states[i], label, states[i + 1]) for p in self.properties}
-        return shortest_counterexamples(solver, states, self.vars("@loop"), lambda i: self.actions(states[i]), same,
-                                        breaks, {p: lambda v, p=p: self.stuck(p, v) for p in self.liveness}, self.fair)
-
-    def verdict(self, k: int) -> Verdict:
-        return bounded_verdict(self.check(k), self.liveness, k)
-
     # -- agreement with the Python model ---------------------------------------------------------
     def concrete(self, v, s) -> z3.BoolRef:
         """``v`` fixed to a Python state."""
@@ -268,9 +249,6 @@ class Steps:
         if a.name == "admin_update":
             shown.append(params["value"])
         return a.name + (f"({','.join(shown)})" if shown else "")
-
-    def disagreements(self, model, pairs, transitions_of=None) -> list[str]:
-        return step_disagreements(self, model, pairs, transitions_of)
 
 
 class Vars(StateVars):

@@ -15,7 +15,7 @@ from models.pip468.layout import LayoutError, SegmentLayout
 from properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, registry
 from properties import pip468_failover as zfo, pip468_sessions as zss, pip468_steps as z468, pip477_cursor as zc
 from properties import pip477_registry as zr, pip477_schema as zs, v4txn_steps as zv4
-from properties.obligations import PROVED, VIOLATED
+from properties.obligations import PROVED, VIOLATED, same
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
 
@@ -438,7 +438,7 @@ def test_a_drifted_pip373_step_encoding_is_caught():
     def drifted(v, w):  # a crash that keeps the dispatcher's read position
         t = steps.transitions(v, w)
         guard, changes = steps.actions(v)["crash"]
-        t["crash"] = z3.And(guard, zv4.same(v, w, {**changes, "read": v["read"]}))
+        t["crash"] = z3.And(guard, same(v, w, {**changes, "read": v["read"]}))
         return t
     pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "crash" and s.subs[0].read]
     assert pairs and steps.disagreements(model, pairs[:5], drifted)
@@ -451,7 +451,7 @@ def test_a_drifted_v4_step_encoding_is_caught():
     def drifted(v, w):  # a sealed segment that accepts the marker
         t = steps.transitions(v, w)
         guard, changes = steps.actions(v)["end_on_partition(1)"]
-        t["end_on_partition(1)"] = z3.And(v["rpc1"] == zv4.SENT, v["ready"], zv4.same(v, w, changes))
+        t["end_on_partition(1)"] = z3.And(v["rpc1"] == zv4.SENT, v["ready"], same(v, w, changes))
         return t
     pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "marker_rejected"]
     assert pairs and all("end_on_partition(1) is enabled in the formulas only" in d
@@ -495,7 +495,7 @@ def test_a_drifted_pip468_step_encoding_is_caught():
     def drifted(v, w):  # a split that discovers no subscriptions (its children get no cursors)
         t = steps.transitions(v, w)
         guard, changes = steps.actions(v)["discover(0)"]
-        t["discover(0)"] = z3.And(guard, zv4.same(v, w, {**changes, **{f"osub0_{s}": False for s in steps.subs}}))
+        t["discover(0)"] = z3.And(guard, same(v, w, {**changes, **{f"osub0_{s}": False for s in steps.subs}}))
         return t
     pairs = [(s, a, t) for s in states for a, t in model.successors(s)
              if steps.label(a) == "discover(0)" and s.topics[0].cursors]
