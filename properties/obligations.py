@@ -109,7 +109,8 @@ def _labels(m: z3.ModelRef, chosen: list) -> list[str]:
 
 
 def shortest_counterexamples(solver: z3.Solver, states: list, loop, actions_at: Callable[[int], dict],
-                             same: Callable[[object, object], object], breaks: dict, stuck: dict, fair: tuple) -> dict:
+                             same: Callable[[object, object], object], breaks: dict, stuck: dict, fair: tuple,
+                             lassos: int | None = None) -> dict:
     """Bounded model checking of several properties over one unrolling (so the solver reuses
     what it learns): for each name in ``breaks`` (``breaks[name](i, label)``: the step ``label``
     from ``states[i]`` to ``states[i + 1]`` breaks it), the shortest run through such a step, as
@@ -117,9 +118,9 @@ def shortest_counterexamples(solver: z3.Solver, states: list, loop, actions_at: 
     ``stuck[name](state)``), the shortest lasso staying in such states forever under weak
     fairness of the actions whose labels start with a name in ``fair``, as (action labels, index
     of the state the loop returns to). A name maps to None if there is none of up to
-    ``len(states) - 1`` steps. ``solver`` already constrains ``states[0]``; ``actions_at(i)``
-    gives (guard, changes) by label at ``states[i]``, and the step from ``states[i]`` is one of
-    them (each as ``guard`` and ``same(states[i], states[i + 1], changes)``).
+    ``len(states) - 1`` steps (a lasso: of up to ``lassos`` steps, where given). ``solver`` already
+    constrains ``states[0]``; ``actions_at(i)`` gives (guard, changes) by label at ``states[i]``, and
+    the step from ``states[i]`` is one of them (each as ``guard`` and ``same(states[i], states[i + 1], changes)``).
 
     A lasso's loop either returns to an earlier state, and every fair action enabled in all of
     its states is taken in it, or (an empty loop) stutters in a state where no fair action is
@@ -130,7 +131,8 @@ def shortest_counterexamples(solver: z3.Solver, states: list, loop, actions_at: 
     chosen, saved, seen = [], [], {}
     for k, state in enumerate(states):
         actions = actions_at(k)
-        guards = {label: guard for label, (guard, _) in actions.items() if label.split("(")[0] in fair}
+        lassoing = lassos is None or k <= lassos
+        guards = {label: guard for label, (guard, _) in actions.items() if label.split("(")[0] in fair and lassoing}
         saved.append(z3.Bool(f"saved@{k}"))  # the loop has started at or before this state
         start = saved[k] if k == 0 else z3.And(saved[k], z3.Not(saved[k - 1]))
         solver.add(z3.Implies(start, same(loop, state, {})), *([z3.Implies(saved[k - 1], saved[k])] if k else []))
@@ -142,7 +144,7 @@ def shortest_counterexamples(solver: z3.Solver, states: list, loop, actions_at: 
             if run is not None:
                 found[name] = (run[0], None)
         for name, trigger in stuck.items():
-            if name in found:
+            if name in found or not lassoing:
                 continue
             closes = z3.And(saved[k - 1], same(loop, state, {}), *[seen[label] for label in guards]) if k else False
             stutters = z3.And(trigger(state), *[z3.Not(guard) for guard in guards.values()])
@@ -151,12 +153,14 @@ def shortest_counterexamples(solver: z3.Solver, states: list, loop, actions_at: 
             if lasso is not None:
                 labels, marks = lasso
                 found[name] = (labels, k if marks[-1] else marks.index(True))
-        if len(found) == len(breaks) + len(stuck) or k + 1 == len(states):
+        lassoing = lassos is None or k < lassos  # a longer lasso is still to be looked for
+        searching = [n for n in breaks if n not in found] + [n for n in stuck if n not in found and lassoing]
+        if not searching or k + 1 == len(states):
             break
         chosen.append(_one_step(solver, k, {label: z3.And(guard, same(state, states[k + 1], changes))
                                             for label, (guard, changes) in actions.items()}))
         choice, labels = chosen[-1]
-        for label, guard in guards.items():
+        for label, guard in guards.items() if lassoing else ():
             before = z3.And(z3.Not(start), seen[label]) if label in seen else z3.BoolVal(False)
             now = z3.Bool(f"seen@{k + 1}:{label}")  # since the loop started: taken, or disabled somewhere
             solver.add(now == z3.And(saved[k], z3.Or(before, choice == labels.index(label), z3.Not(guard))))
@@ -164,9 +168,9 @@ def shortest_counterexamples(solver: z3.Solver, states: list, loop, actions_at: 
     return {name: found.get(name) for name in (*breaks, *stuck)}
 
 
-def bounded_verdict(found: dict, liveness: tuple, k: int) -> Verdict:
+def bounded_verdict(found: dict, liveness: tuple, k: int, lassos: int | None = None) -> Verdict:
     """The verdict on ``shortest_counterexamples``' result: each shortest run, or none within ``k``
-    (for the leads-to properties in ``liveness``: no lasso of up to ``k`` steps)."""
+    (for the leads-to properties in ``liveness``: no lasso of up to ``lassos`` steps, default ``k``)."""
     broken = []
     for name, run in found.items():
         if run is not None:
@@ -179,8 +183,8 @@ def bounded_verdict(found: dict, liveness: tuple, k: int) -> Verdict:
     if broken:
         return Verdict(VIOLATED, "; ".join(broken))
     safety = [name for name in found if name not in liveness]
-    lassos = f"; no lasso of up to {k} steps breaks {', '.join(liveness)}" if liveness else ""
-    return Verdict(PROVED, f"no run of up to {k} steps breaks any of: {', '.join(safety)}{lassos}")
+    no_lasso = f"; no lasso of up to {lassos or k} steps breaks {', '.join(liveness)}" if liveness else ""
+    return Verdict(PROVED, f"no run of up to {k} steps breaks any of: {', '.join(safety)}{no_lasso}")
 
 
 def _first(solver: z3.Solver, chosen: list, claim, extra=()):
@@ -242,9 +246,10 @@ class StepEncoding:
         otherwise (the explorer expands no state that breaks an invariant)."""
         return z3.BoolVal(True)
 
-    def check(self, k: int, only=None) -> dict:
-        """Each property's (or those in ``only``) shortest breaking run (a lasso for the leads-to
-        properties) of up to ``k`` steps: ``shortest_counterexamples``."""
+    def check(self, k: int, only=None, lassos: int | None = None) -> dict:
+        """Each property's (or those in ``only``) shortest breaking run of up to ``k`` steps (for
+        the leads-to properties a lasso, of up to ``lassos`` steps where given):
+        ``shortest_counterexamples``."""
         states = [self.vars(f"@{i}") for i in range(k + 1)]
         solver = z3.Solver()
         solver.add(self.init(states[0]))
@@ -256,10 +261,11 @@ class StepEncoding:
         breaks = {p: lambda i, label, p=p: self.breaks(p, states[i], label, states[i + 1])
                   for p in self.properties if only is None or p in only}
         stuck = {p: lambda v, p=p: z3.And(self.stuck(p, v), ok(v)) for p in self.liveness if only is None or p in only}
-        return shortest_counterexamples(solver, states, self.vars("@loop"), actions_at, same, breaks, stuck, self.fair)
+        return shortest_counterexamples(solver, states, self.vars("@loop"), actions_at, same, breaks, stuck, self.fair,
+                                        lassos)
 
-    def verdict(self, k: int) -> Verdict:
-        return bounded_verdict(self.check(k), self.liveness, k)
+    def verdict(self, k: int, lassos: int | None = None) -> Verdict:
+        return bounded_verdict(self.check(k, lassos=lassos), self.liveness, k, lassos)
 
     def disagreements(self, model, pairs, transitions_of=None) -> list[str]:
         """How the encoding disagrees with Python transitions ``(s, a, t)``: the formula of ``a``

@@ -14,7 +14,7 @@ from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
 from properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, registry
 from properties import pip468_failover as zfo, pip468_sessions as zss, pip468_steps as z468, pip477_cursor as zc
-from properties import pip477_registry as zr, pip477_schema as zs, v4txn_steps as zv4
+from properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, v4txn_steps as zv4
 from properties.obligations import PROVED, VIOLATED, same
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
@@ -41,6 +41,10 @@ def test_obligation_verdicts():
         ("pip-473", "header-state-machine", ("as-written",)): PROVED,
         ("pip-473", "one-outcome-inductive", ("finalize-in-cas", "all-fixes")): PROVED,
         ("pip-473", "header-state-machine", ("mutant:blind-cas",)): VIOLATED,
+        **({("pip-473", "steps-bounded-default", ("as-written",)): VIOLATED,
+            ("pip-473", "steps-bounded-default", ("all-fixes",)): PROVED,
+            ("pip-473", "steps-bounded-faults", ("as-written",)): VIOLATED,
+            ("pip-473", "steps-bounded-faults", ("all-fixes",)): PROVED} if NIGHTLY else {}),
         ("pip-468", "create-covers-each-hash-once", ("as-written",)): PROVED,
         ("pip-468", "split-keeps-coverage", ("as-written",)): PROVED,
         ("pip-468", "merge-keeps-coverage", ("as-written",)): PROVED,
@@ -458,6 +462,19 @@ def test_a_drifted_v4_step_encoding_is_caught():
                          for d in steps.disagreements(model, pairs, drifted))
 
 
+def explorer_lengths(name: str, variant: str, preset: str, depth: int | None = None) -> dict:
+    """The explorer's shortest counterexample length by broken property (a deadlock is not one the
+    encodings state); with ``depth``, the explorer's depth must be within it."""
+    result, _ = explore(models.build(name, variant, preset=preset))
+    assert depth is None or result.depth <= depth
+    return {v.prop.id: v.length for v in result.violations if v.prop.id != "deadlock"}
+
+
+def verdict_lengths(verdict) -> dict:
+    """The length of each breaking run a bounded verdict shows, by property."""
+    return {p: int(n) for p, n in re.findall(r"([\w-]+) in (\d+) steps?", verdict.detail)}
+
+
 def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_lengths():
     """As written, at the findings' bounds: the shortest run (or lasso) breaking each property the
     explorer reports broken has the explorer's length; each finding is among them. (The whole
@@ -466,18 +483,25 @@ def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_l
     findings = json.loads(open("findings/pip-468/index.json").read())
     for preset, (variants, depth) in z468.CASES.items():
         for variant in variants if NIGHTLY else ("as-written",):
-            result, _ = explore(models.build("pip-468", variant, preset=preset))
-            assert result.depth <= depth
-            explorer = {v.prop.id: v.length for v in result.violations}
+            explorer = explorer_lengths("pip-468", variant, preset, depth)
             if NIGHTLY:
-                verdict = run_all()[("pip-468", f"steps-bounded-{preset}", (variant,))]
-                lengths = {p: int(n) for p, n in re.findall(r"([\w-]+) in (\d+) steps?", verdict.detail)}
+                lengths = verdict_lengths(run_all()[("pip-468", f"steps-bounded-{preset}", (variant,))])
             else:
-                found = z468.encoding(variant, preset).check(result.depth + 1, only=set(explorer))
+                found = z468.encoding(variant, preset).check(depth + 1, only=set(explorer))
                 lengths = {p: len(run[0]) for p, run in found.items() if run is not None}
             assert lengths == explorer, (variant, preset)
             if variant == "as-written":
                 assert all(lengths[f["property"]] == f["length"] for f in findings if f["bounds"] == preset)
+
+
+def test_step_for_step_pip468_checking_finds_each_mutants_violations_with_their_lengths():
+    """The split's steps out of order: the shortest runs breaking ``sealed-accepts-no-write``,
+    ``one-writable-segment``, ``cursors-before-routing`` and ``no-message-loss`` have the explorer's
+    lengths, so each of those step formulas can fail."""
+    for variant in ("mutant:cas-before-terminate", "mutant:cas-before-create"):
+        explorer = explorer_lengths("pip-468", variant, "default")
+        found = z468.encoding(variant, "default").check(max(explorer.values()), only=set(explorer))
+        assert {p: len(run[0]) for p, run in found.items() if run is not None} == explorer, variant
 
 
 @settings(max_examples=30, deadline=None)
@@ -499,4 +523,53 @@ def test_a_drifted_pip468_step_encoding_is_caught():
         return t
     pairs = [(s, a, t) for s in states for a, t in model.successors(s)
              if steps.label(a) == "discover(0)" and s.topics[0].cursors]
+    assert pairs and steps.disagreements(model, pairs[:5], drifted)
+
+
+PIP473_VARIANTS = ("as-written", "open-entry-barrier", "finalize-in-cas", "recheck-before-ack",
+                   "gc-waits-for-participants", "keep-decisions-with-data", "owners-reap-orphans", "all-fixes",
+                   "mutant:blind-cas", "mutant:deliver-aborted", "mutant:end-needs-append", "mutant:pin-committed")
+# what CI checks: each finding's bounds as written, and each mutant where it breaks its property
+PIP473_CI = (("as-written", "default"), ("as-written", "faults"), ("mutant:blind-cas", "default"),
+             ("mutant:deliver-aborted", "default"), ("mutant:pin-committed", "default"),
+             ("mutant:end-needs-append", "sealed"))
+
+
+def test_step_for_step_pip473_checking_finds_the_explorers_findings_with_their_lengths():
+    """The shortest run (or lasso) breaking each property the explorer reports broken has the
+    explorer's length: all seven findings, and each mutant's property (so every step formula and
+    trigger can fail). Nightly, the obligations' whole verdicts (every property, up to the
+    explorer's depth plus one) are compared too."""
+    findings = json.loads(open("findings/pip-473/index.json").read())
+    for variant, preset in PIP473_CI:
+        explorer = explorer_lengths("pip-473", variant, preset)
+        found = z473.encoding(variant, preset).check(max(explorer.values()), only=set(explorer))
+        assert {p: len(run[0]) for p, run in found.items() if run is not None} == explorer, (variant, preset)
+        if variant == "as-written":
+            assert all(explorer[f["property"]] == f["length"] for f in findings if f["bounds"] == preset)
+    for preset, (variants, depth) in z473.CASES.items() if NIGHTLY else ():
+        for variant in variants:
+            verdict = run_all()[("pip-473", f"steps-bounded-{preset}", (variant,))]
+            assert verdict_lengths(verdict) == explorer_lengths("pip-473", variant, preset, depth), (variant, preset)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([(v, "default") for v in PIP473_VARIANTS] + [("as-written", "faults"), ("all-fixes", "faults"),
+                                                                   ("mutant:end-needs-append", "sealed")]),
+       st.integers(0, 10**9))
+def test_step_formulas_agree_with_the_pip473_model(case, pick):
+    assert disagreements_at(z473, "pip-473", case, pick) == []
+
+
+def test_a_drifted_pip473_step_encoding_is_caught():
+    model, states = explored("pip-473", "as-written", "default")
+    steps = z473.Pip473Steps(model.config)
+
+    def drifted(v, w):  # a CAS whose header watch never fires (the buffer keeps its OPEN entry)
+        t = steps.transitions(v, w)
+        guard, changes = steps.actions(v)["tc_cas(client)"]
+        t["tc_cas(client)"] = z3.And(guard, same(v, w, {**changes, "pend_hdr": v["pend_hdr"]}))
+        return t
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s)
+             if steps.label(a) == "tc_cas(client)" and s.buffers[0].hdr]
     assert pairs and steps.disagreements(model, pairs[:5], drifted)
