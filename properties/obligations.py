@@ -104,6 +104,25 @@ def _one_step(solver: z3.Solver, i: int, steps: dict) -> tuple:
     return choice, names
 
 
+def _functional_step(solver: z3.Solver, i: int, actions: dict, v, w) -> tuple:
+    """Step ``i`` from ``v`` to ``w`` is one of ``actions`` (label -> (guard, changes)): its choice
+    variable and the labels, in order. Each variable of ``w`` is stated once, as the value the
+    chosen action gives it (the old one if the action leaves it), rather than once per action: the
+    same transition relation as ``guard and same(v, w, changes)`` for the chosen action, with far
+    fewer equalities for the solver."""
+    names = sorted(actions)
+    choice = z3.Int(f"action@{i}")
+    solver.add(choice >= 0, choice < len(names))
+    solver.add(*[z3.Implies(choice == j, actions[n][0]) for j, n in enumerate(names)])
+    for key, old in v.vars.items():
+        new = old
+        for j, n in enumerate(names):
+            if key in actions[n][1]:
+                new = z3.If(choice == j, actions[n][1][key], new)
+        solver.add(w[key] == new)
+    return choice, names
+
+
 def _labels(m: z3.ModelRef, chosen: list) -> list[str]:
     return [names[m.eval(c, model_completion=True).as_long()] for c, names in chosen]
 
@@ -157,8 +176,7 @@ def shortest_counterexamples(solver: z3.Solver, states: list, loop, actions_at: 
         searching = [n for n in breaks if n not in found] + [n for n in stuck if n not in found and lassoing]
         if not searching or k + 1 == len(states):
             break
-        chosen.append(_one_step(solver, k, {label: z3.And(guard, same(state, states[k + 1], changes))
-                                            for label, (guard, changes) in actions.items()}))
+        chosen.append(_functional_step(solver, k, actions, state, states[k + 1]))
         choice, labels = chosen[-1]
         for label, guard in guards.items() if lassoing else ():
             before = z3.And(z3.Not(start), seen[label]) if label in seen else z3.BoolVal(False)
@@ -241,19 +259,23 @@ class StepEncoding:
         """Action label -> formula from ``v`` to ``w``."""
         return {label: z3.And(guard, same(v, w, changes)) for label, (guard, changes) in self.actions(v).items()}
 
-    def expandable(self, v):
+    def expandable(self, v, among=None):
         """What a state satisfies for a run to go on from it: every state, unless a subclass says
-        otherwise (the explorer expands no state that breaks an invariant)."""
+        otherwise (the explorer expands no state that breaks an invariant it checks: those in
+        ``among``, or all)."""
         return z3.BoolVal(True)
 
-    def check(self, k: int, only=None, lassos: int | None = None) -> dict:
+    def check(self, k: int, only=None, lassos: int | None = None, alone: bool = False) -> dict:
         """Each property's (or those in ``only``) shortest breaking run of up to ``k`` steps (for
         the leads-to properties a lasso, of up to ``lassos`` steps where given):
-        ``shortest_counterexamples``."""
+        ``shortest_counterexamples``. ``alone``: as the explorer checking only the properties in
+        ``only``, which expands the states breaking any other."""
         states = [self.vars(f"@{i}") for i in range(k + 1)]
         solver = z3.Solver()
         solver.add(self.init(states[0]))
-        ok = self.expandable
+
+        def ok(v):
+            return self.expandable(v, tuple(only) if alone else None)
 
         def actions_at(i):
             return {label: (z3.And(ok(states[i]), guard), changes)

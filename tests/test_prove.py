@@ -14,10 +14,11 @@ from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
 from properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, registry
 from properties import pip468_failover as zfo, pip468_sessions as zss, pip468_steps as z468, pip477_cursor as zc
-from properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, v4txn_steps as zv4
+from properties import pip473_steps as z473, pip477_registry as zr, pip477_steps as z477, pip477_schema as zs, v4txn_steps as zv4
 from properties.obligations import PROVED, VIOLATED, same
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
+from pulsar_verify.findings import catalogue, shortest
 
 from .helpers import cli
 
@@ -44,7 +45,9 @@ def test_obligation_verdicts():
         **({("pip-473", "steps-bounded-default", ("as-written",)): VIOLATED,
             ("pip-473", "steps-bounded-default", ("all-fixes",)): PROVED,
             ("pip-473", "steps-bounded-faults", ("as-written",)): VIOLATED,
-            ("pip-473", "steps-bounded-faults", ("all-fixes",)): PROVED} if NIGHTLY else {}),
+            ("pip-473", "steps-bounded-faults", ("all-fixes",)): PROVED,
+            ("pip-477", "steps-bounded-cleanup", ("as-written",)): VIOLATED,
+            ("pip-477", "steps-bounded-cleanup", ("all-fixes",)): PROVED} if NIGHTLY else {}),
         ("pip-468", "create-covers-each-hash-once", ("as-written",)): PROVED,
         ("pip-468", "split-keeps-coverage", ("as-written",)): PROVED,
         ("pip-468", "merge-keeps-coverage", ("as-written",)): PROVED,
@@ -572,4 +575,66 @@ def test_a_drifted_pip473_step_encoding_is_caught():
         return t
     pairs = [(s, a, t) for s in states for a, t in model.successors(s)
              if steps.label(a) == "tc_cas(client)" and s.buffers[0].hdr]
+    assert pairs and steps.disagreements(model, pairs[:5], drifted)
+
+
+# the findings at one broker (as written, each with the property the explorer finds it by) and the mutants
+# whose property breaks at one broker: CI compares these lengths
+PIP477_CI = (("as-written", "legacy", "I2"), ("as-written", "cursor", "I11"), ("as-written", "cleanup", "I12"),
+             ("as-written", "sub-property", "I16"), ("as-written", "close-restart", "I6"),
+             ("mutant:stamp-after-create", "cursor", "I1"), ("mutant:resolve-per-entry", "legacy", "I4"),
+             ("mutant:promote-clears-cursor-props", "cleanup", "I9"), ("mutant:promote-resets-hash", "cleanup", "I10"),
+             ("mutant:rollback-resets-hash", "rollback", "rollback-keeps-business-znodes"))
+
+
+def z477_lengths(variant: str, preset: str, props: set, k: int, alone: bool = False) -> dict:
+    found = z477.encoding(variant, preset).check(k, only=props, alone=alone)
+    return {p: len(run[0]) for p, run in found.items() if run is not None}
+
+
+def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_lengths():
+    """At one broker: each finding's property, and each mutant's, is broken first at the explorer's
+    length (so those step formulas can fail). Nightly: every property the explorer reports at those
+    bounds, the obligations' whole verdicts, and the findings shown with their property checked on
+    its own (``alone``) whose runs have up to ``z477.ALONE`` steps."""
+    findings = [f for f in catalogue("pip-477") if f.bounds in z477.PRESETS]
+    assert {(f.bounds, f.property) for f in findings if not f.alone} <= {
+        (preset, prop) for variant, preset, prop in PIP477_CI if variant == "as-written"}
+    for variant, preset, prop in PIP477_CI:
+        explorer = explorer_lengths("pip-477", variant, preset)
+        props = set(explorer) if NIGHTLY else {prop}
+        lengths = z477_lengths(variant, preset, props, max(explorer[p] for p in props))
+        assert lengths == {p: explorer[p] for p in props}, (variant, preset)
+    for preset, (variants, depth) in z477.CASES.items() if NIGHTLY else ():
+        for variant in variants:
+            verdict = run_all()[("pip-477", f"steps-bounded-{preset}", (variant,))]
+            assert verdict_lengths(verdict) == explorer_lengths("pip-477", variant, preset, depth), (variant, preset)
+    for f in findings if NIGHTLY else ():
+        if f.alone and f.length <= z477.ALONE:
+            assert shortest(f)[1].length == f.length
+            assert z477_lengths("as-written", f.bounds, {f.property}, f.length, alone=True) == {f.property: f.length}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([(v, p) for v in ("as-written", "all-fixes") for p in z477.PRESETS] +
+                       [(v, "cleanup") for v in ("fallback-to-source-cluster", "recover-from-directive",
+                                                 "promote-built-only", "promote-cursor-at-copied-lac",
+                                                 "single-cas-status-flip", "create-reads-directive",
+                                                 "close-after-data-expires", "reserved-keys-rejected",
+                                                 "mutant:stamp-after-create", "mutant:promote-resets-hash")]),
+       st.integers(0, 10**9))
+def test_step_formulas_agree_with_the_pip477_model(case, pick):
+    assert disagreements_at(z477, "pip-477", case, pick) == []
+
+
+def test_a_drifted_pip477_step_encoding_is_caught():
+    model, states = explored("pip-477", "as-written", "cursor")
+    steps = z477.Pip477Steps(model.config)
+
+    def drifted(v, w):  # BUILD that copies the ledger under its id but drops its last entry
+        t = steps.transitions(v, w)
+        guard, changes = steps.actions(v)["build(0,cursor,2)"]
+        t["build(0,cursor,2)"] = z3.And(guard, same(v, w, {**changes, "n2_2": changes["n2_2"] - 1}))
+        return t
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s) if steps.label(a) == "build(0,cursor,2)"]
     assert pairs and steps.disagreements(model, pairs[:5], drifted)
