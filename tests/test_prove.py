@@ -594,9 +594,9 @@ def z477_lengths(variant: str, preset: str, props: set, k: int, alone: bool = Fa
 
 def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_lengths():
     """At one broker: each finding's property, and each mutant's, is broken first at the explorer's
-    length (so those step formulas can fail). Nightly: every property the explorer reports at those
-    bounds, the obligations' whole verdicts, and the findings shown with their property checked on
-    its own (``alone``) whose runs have up to ``z477.ALONE`` steps."""
+    length (so those step formulas can fail), and so are the findings shown with their property
+    checked on its own (``alone``) whose runs have up to ``z477.ALONE`` steps. Nightly also: every
+    property the explorer reports at those bounds, and the obligations' whole verdicts."""
     findings = [f for f in catalogue("pip-477") if f.bounds in z477.PRESETS]
     assert {(f.bounds, f.property) for f in findings if not f.alone} <= {
         (preset, prop) for variant, preset, prop in PIP477_CI if variant == "as-written"}
@@ -609,7 +609,7 @@ def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_l
         for variant in variants:
             verdict = run_all()[("pip-477", f"steps-bounded-{preset}", (variant,))]
             assert verdict_lengths(verdict) == explorer_lengths("pip-477", variant, preset, depth), (variant, preset)
-    for f in findings if NIGHTLY else ():
+    for f in findings:
         if f.alone and f.length <= z477.ALONE:
             assert shortest(f)[1].length == f.length
             assert z477_lengths("as-written", f.bounds, {f.property}, f.length, alone=True) == {f.property: f.length}
