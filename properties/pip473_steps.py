@@ -1,23 +1,25 @@
-"""Bounded model checking of PIP-473 step for step, for one transaction on one segment with one
-subscription and no transactional acks: each action of ``models/pip473`` (the TC V5's read, CAS,
-BadVersion, finalize and reply, the timeout and GC sweeps, the client, the publish path's four
-steps, the buffer's header and index watches and its cleanup, the dispatcher, non-transactional
-sends, seals, trimming, broker and TC crashes) is one transition formula, its guard and its
-effect, over the whole state, so a run here has the explorer's length and breaks the same
-properties.
+"""Bounded model checking of PIP-473 step for step, for one transaction with one send and at most
+one transactional ack, on one segment with one subscription: each action of ``models/pip473`` (the
+TC V5's read, CAS, BadVersion, finalize and reply, the timeout and GC sweeps, the client, the
+publish path's four steps, the buffer's header and index watches and its cleanup, the pending-ack
+store's ack records, header watch, cleanup and reap, the dispatcher, non-transactional sends, seals,
+trimming, broker and TC crashes) is one transition formula, its guard and its effect, over the
+whole state, so a run here has the explorer's length and breaks the same properties.
 
 The encoding is written from PIP-473 and the primer: the header is its state (0: no header),
-``finalized_ms`` set and version; with one transactional send there is at most one op record (a
-write, at the position its entry got); the TC holds at most one end-txn from the client and one
-from the timeout sweep, each with its stage, the version it read and the outcome it will answer;
-the buffer's header cache, its ``idx:writes-by-segment`` view, its aborted and materialized marks
-and its two pending notifications; the log is ``L`` entries (1: the txn's, 0: a non-transactional
-one) and a length. ``maxReadPosition`` is "min(position over OPEN txns) - 1, capped at LAC".
+``finalized_ms`` set and version; there is at most one write op record (at the position its entry
+got) and one ack op record (its position, whether cumulative), each with the sequential key it got;
+the TC holds at most one end-txn from the client and one from the timeout sweep, each with its
+stage, the version it read and the outcome it will answer; the buffer's header cache, its
+``idx:writes-by-segment`` view, its aborted and materialized marks and its two pending
+notifications; the pending-ack store's cached header, its ack, its materialized mark and its
+pending notification; the log is ``L`` entries (1: the txn's, 0: a non-transactional one) and a
+length. ``maxReadPosition`` is "min(position over OPEN txns) - 1, capped at LAC".
 
 Safety properties are formulas over a step; ``k`` is the explorer's depth plus one, so "no run"
 is the explorer's "holds". The three leads-to properties are checked for lassos under weak
 fairness of the system's steps, as in ``v4txn_steps``; runs stop at a state breaking an
-invariant (``one-outcome``, ``dispatch-decisions-agree``), which the explorer does not expand.
+invariant (``INVARIANTS``), which the explorer does not expand.
 """
 from __future__ import annotations
 
@@ -34,25 +36,24 @@ STAGE = {"read": READ, "cas": CAS, "finalize": FINALIZE, "reply": REPLY}
 APPEND, PUT, ACK = 1, 2, 3  # the send's stage on the broker (0: none)
 PUB = {"append": APPEND, "put": PUT, "ack": ACK}
 ORIGINS = ("client", "timeout")
-INVARIANTS = ("one-outcome", "dispatch-decisions-agree")
+INVARIANTS = ("one-outcome", "dispatch-decisions-agree", "acks-only-from-committed", "committed-acks-not-lost")
 SECTION = ("PIP-473 Transaction Coordinator V5 (endTxn: 'A single CAS on /txn/<txnId>.state', timeout and GC "
            "sweeps); Flows / Publish (transactional); Notification mechanism; Subscribe / dispatch; Recovery")
 
 
 class Pip473Steps(StepEncoding):
     properties = ("header-state-machine", "one-outcome", "read-committed", "committed-never-filtered",
-                  "dispatch-decisions-agree", "no-write-after-end")
+                  "dispatch-decisions-agree", "acks-only-from-committed", "committed-acks-not-lost",
+                  "no-write-after-end")
     liveness = ("end-txn-completes", "finalized-txns-collected", "committed-entries-delivered")
 
     def __init__(self, config):
         from invariants.pip473 import SYSTEM  # which steps are weakly fair: the model's statement of it
-        if (config.txns, config.segments, config.subs, config.late_subs, config.writes, config.acks) != \
-                (1, 1, 1, 0, 1, 0):
-            raise ValueError("the step-for-step encoding covers one txn with one send on one segment with one "
-                             "subscription, and no transactional acks")
+        if (config.txns, config.segments, config.subs, config.late_subs, config.writes) != (1, 1, 1, 0, 1) or \
+                config.acks > 1:
+            raise ValueError("the step-for-step encoding covers one txn with one send and at most one ack, on one "
+                             "segment with one subscription")
         v = config.variant
-        if v == "mutant:apply-aborted-acks":
-            raise ValueError("the step-for-step encoding has no transactional acks")
         self.variant = v
         every = v == "all-fixes" or v.startswith("mutant:")  # a mutant is every fix and one mistake
         self.fixes = {"open-entry-barrier", "finalize-in-cas", "recheck-before-ack", "gc-waits-for-participants",
@@ -63,26 +64,28 @@ class Pip473Steps(StepEncoding):
 
     # -- the state -------------------------------------------------------------------------------
     def vars(self, tag: str) -> StateVars:
-        ints = ["h", "hver", "decided", "opos", "seq", "n", "first", "seals", "nontxn", "crashes", "tc_crashes",
+        ints = ["h", "hver", "decided", "opos", "wseq", "apos", "aseq", "pa_h", "pa_acks", "acks", "seq", "n", "first", "seals", "nontxn", "crashes", "tc_crashes",
                 "bh", "bw", "read", "pub", "ppos", "phase", "sends", "want", "outcome"]
-        bools = ["hfin", "op", "sealed", "up", "aborted", "done", "pend_hdr", "pend_idx", "failed"]
+        bools = ["hfin", "op", "aop", "acum", "sealed", "up", "aborted", "done", "pend_hdr", "pend_idx", "failed",
+                 "pa_done", "pa_pend"]
         for o in ORIGINS:
             ints += [f"stage_{o}", f"want_{o}", f"version_{o}", f"answer_{o}"]
         for i in range(self.size):
             ints.append(f"entry{i}")
-            bools += [f"received{i}", f"filtered{i}"]
+            bools += [f"received{i}", f"filtered{i}", f"acked{i}", f"made{i}", f"applied{i}"]
         return StateVars(ints, bools, tag)
 
     def init(self, v):
-        zero = ("h", "hver", "decided", "seq", "n", "first", "seals", "nontxn", "crashes", "tc_crashes", "bh", "read",
+        zero = ("h", "hver", "decided", "wseq", "aseq", "pa_h", "acks", "seq", "n", "first", "seals", "nontxn", "crashes", "tc_crashes", "bh", "read",
                 "pub", "phase", "sends", "want", "outcome")
-        out = [*[v[k] == 0 for k in zero], v["opos"] == -1, v["bw"] == -1, v["ppos"] == -1, v["up"],
-               *[z3.Not(v[k]) for k in ("hfin", "op", "sealed", "aborted", "done", "pend_hdr", "pend_idx",
-                                        "failed")]]
+        out = [*[v[k] == 0 for k in zero], *[v[k] == -1 for k in ("opos", "apos", "pa_acks", "bw", "ppos")], v["up"],
+               *[z3.Not(v[k]) for k in ("hfin", "op", "aop", "acum", "sealed", "aborted", "done", "pend_hdr",
+                                        "pend_idx", "failed", "pa_done", "pa_pend")]]
         for o in ORIGINS:
             out += [v[f"stage_{o}"] == 0, v[f"want_{o}"] == 0, v[f"version_{o}"] == -1, v[f"answer_{o}"] == 0]
         for i in range(self.size):
-            out += [v[f"entry{i}"] == 0, z3.Not(v[f"received{i}"]), z3.Not(v[f"filtered{i}"])]
+            out += [v[f"entry{i}"] == 0, *[z3.Not(v[f"{p}{i}"]) for p in ("received", "filtered", "acked", "made",
+                                                                              "applied")]]
         return z3.And(*out)
 
     # -- the store: header puts notify the cached header's watch; op writes notify the index -----
@@ -90,11 +93,17 @@ class Pip473Steps(StepEncoding):
     def header(v, state, finalized, version) -> dict:
         """A put (or, with state 0, a delete) of the header, and its point-watch notification."""
         return {"h": state, "hfin": finalized, "hver": version,
-                "pend_hdr": z3.Or(v["pend_hdr"], z3.And(v["up"], v["bh"] != 0))}
+                "pend_hdr": z3.Or(v["pend_hdr"], z3.And(v["up"], v["bh"] != 0)),
+                "pa_pend": z3.Or(v["pa_pend"], z3.And(v["up"], v["pa_h"] != 0))}
 
     @staticmethod
     def delete_op(v) -> dict:
-        return {"op": False, "opos": -1, "pend_idx": z3.Or(v["pend_idx"], v["up"])}
+        """The write op record deleted (its index watch notified)."""
+        return {"op": False, "opos": -1, "wseq": 0, "pend_idx": z3.Or(v["pend_idx"], v["up"])}
+
+    @staticmethod
+    def delete_ack() -> dict:
+        return {"aop": False, "apos": -1, "aseq": 0, "acum": False}
 
     @staticmethod
     def materialized(bh, done, aborted) -> dict:
@@ -146,8 +155,13 @@ class Pip473Steps(StepEncoding):
             forced = v["op"]
             if "keep-decisions-with-data" in fixes:  # a write record lives as long as its entry
                 forced = z3.And(forced, v["opos"] < v["first"])
-            out["gc_delete_ops"] = (z3.And(swept, forced), self.delete_op(v))
-            out["gc_delete_header"] = (z3.And(swept, z3.Not(v["op"])), self.header(v, 0, False, 0))
+            acks = v["aop"]
+            if "gc-waits-for-participants" in fixes:  # committed acks wait for their store
+                acks = z3.And(acks, h != COMMITTED)
+            out["gc_delete_ops"] = (z3.And(swept, z3.Or(forced, acks)), {
+                **{k: z3.If(forced, x, v[k]) for k, x in self.delete_op(v).items()},
+                **{k: z3.If(acks, x, v[k]) for k, x in self.delete_ack().items()}})
+            out["gc_delete_header"] = (z3.And(swept, z3.Not(v["op"]), z3.Not(v["aop"])), self.header(v, 0, False, 0))
         for o in ORIGINS:
             out.update(self.tc_steps(v, o))
         # the publish path and the buffer (buffer.py)
@@ -161,7 +175,8 @@ class Pip473Steps(StepEncoding):
                              {**self.appended(v, 1), "pub": PUT, "ppos": v["n"]})
         out["pub_terminated"] = (z3.And(up, stage == APPEND, v["sealed"]),
                                  {"pub": 0, "ppos": -1, "sends": v["sends"] - 1})
-        out["pub_put"] = (z3.And(up, stage == PUT), {"op": True, "opos": v["ppos"], "seq": v["seq"] + 1,
+        out["pub_put"] = (z3.And(up, stage == PUT), {"op": True, "opos": v["ppos"], "wseq": v["seq"],
+                                                     "seq": v["seq"] + 1,
                                                      "pend_idx": True, "pub": ACK})
         late = z3.BoolVal(False) if "recheck-before-ack" not in fixes else h != OPEN
         out["pub_ack"] = (z3.And(up, stage == ACK, z3.Not(late)), {"pub": 0, "ppos": -1})
@@ -180,7 +195,9 @@ class Pip473Steps(StepEncoding):
         read = v["read"]
         txn = self.entry(v, read)
         status = z3.If(v["aborted"], ABORTED, z3.If(v["bh"] != 0, v["bh"], h))
-        passes = z3.And(up, read < v["n"], read <= self.max_read_position(v))
+        acked = self.at_read(v, "acked")
+        out["skip_acked"] = (z3.And(up, read < v["n"], acked), {"read": read + 1})
+        passes = z3.And(up, read < v["n"], z3.Not(acked), read <= self.max_read_position(v))
         if "open-entry-barrier" in fixes:
             passes = z3.And(passes, z3.Or(txn == 0, status != OPEN))
         skip = z3.And(txn != 0, z3.Or(status == ABORTED, status == 0))
@@ -198,15 +215,54 @@ class Pip473Steps(StepEncoding):
         if cfg.crashes:
             out["crash"] = (z3.And(up, v["crashes"] < cfg.crashes), {
                 "up": False, "bh": 0, "bw": -1, "aborted": False, "done": False, "pend_hdr": False, "pend_idx": False,
+                "pa_h": 0, "pa_acks": -1, "pa_done": False, "pa_pend": False,
                 "pub": 0, "ppos": -1, "failed": z3.Or(v["failed"], stage != 0), "crashes": v["crashes"] + 1})
             loaded = z3.If(z3.And(v["op"], h != 0), h, 0)  # the header cache populated from the index
+            replayed = z3.If(z3.And(v["aop"], h != 0), h, 0)  # the pending-ack store replays its index
             out["restart"] = (z3.Not(up), {"up": True, "bw": z3.If(v["op"], v["opos"], -1), "bh": loaded,
                                            "pend_hdr": loaded != 0, "pend_idx": False, "aborted": False,
-                                           "done": False, "read": v["first"]})
+                                           "done": False, "read": v["first"], "pa_h": replayed,
+                                           "pa_acks": z3.If(v["aop"], v["apos"], -1), "pa_done": False,
+                                           "pa_pend": replayed != 0})
+        if cfg.acks:
+            out.update(self.ack_actions(v))
         if cfg.trim:
             trimmed = z3.And(v["op"], v["opos"] == v["first"]) if "keep-decisions-with-data" in fixes else False
             out["trim"] = (z3.And(v["first"] < v["n"], read > v["first"]), {
                 "first": v["first"] + 1, **{k: z3.If(trimmed, x, v[k]) for k, x in self.delete_op(v).items()}})
+        return out
+
+    def at_read(self, v, prefix: str):
+        out = z3.BoolVal(False)
+        for i in reversed(range(self.size)):
+            out = z3.If(v["read"] == i, v[f"{prefix}{i}"], out)
+        return out
+
+    def ack_actions(self, v) -> dict:
+        """The MetadataPendingAckStore: the ack op record, the header watch that applies a commit's
+        acks to the cursor (markDelete up to a cumulative ack's position), the cleanup and reap."""
+        h, up, out = v["h"], v["up"], {}
+        for pos in range(self.size):
+            for name, cumulative in (("txn_ack", False), ("txn_ack_cumulative", True)):
+                out[f"{name}({pos})"] = (
+                    z3.And(v["phase"] == OPENED, v["acks"] < self.config.acks, up, v[f"received{pos}"],
+                           z3.Not(v[f"acked{pos}"]), v["pa_acks"] != pos), {
+                        "pa_h": z3.If(z3.Or(v["pa_h"] != 0, h == 0), v["pa_h"], h), "pa_acks": pos, "aop": True,
+                        "apos": pos, "aseq": v["seq"], "acum": cumulative, "seq": v["seq"] + 1, f"made{pos}": True,
+                        "acks": v["acks"] + 1})
+        final = z3.And(z3.Or(h == COMMITTED, h == ABORTED), z3.Not(v["pa_done"]))
+        applies = h == COMMITTED if self.variant != "mutant:apply-aborted-acks" else z3.BoolVal(True)
+        applied = {i: z3.And(final, applies, v["aop"], z3.If(v["acum"], i <= v["apos"], i == v["apos"]))
+                   for i in range(self.size)}
+        out["pa_header"] = (z3.And(up, v["pa_pend"]), {
+            "pa_h": h, "pa_pend": False, "pa_done": z3.Or(v["pa_done"], final),
+            "pa_acks": z3.If(final, -1, v["pa_acks"]),
+            **{f"acked{i}": z3.Or(v[f"acked{i}"], applied[i]) for i in range(self.size)},
+            **{f"applied{i}": z3.Or(v[f"applied{i}"], applied[i]) for i in range(self.size)}})
+        out["pa_cleanup"] = (z3.And(up, v["pa_done"], v["aop"]), self.delete_ack())
+        if "owners-reap-orphans" in self.fixes:
+            out["pa_reap"] = (z3.And(up, v["pa_acks"] != -1, h == 0, v["aop"]),
+                              {**self.delete_ack(), "pa_acks": -1, "pa_h": 0})
         return out
 
     def tc_steps(self, v, o: str) -> dict:
@@ -252,6 +308,12 @@ class Pip473Steps(StepEncoding):
             answered = z3.Or(v["outcome"] == COMMITTED, v["outcome"] == ABORTED)
             return z3.And(z3.Implies(final, v["decided"] == v["h"]),
                           z3.Implies(answered, v["decided"] == v["outcome"]))
+        if prop == "acks-only-from-committed":
+            return z3.And(*[z3.Implies(v[f"applied{i}"], v["decided"] == COMMITTED) for i in range(self.size)])
+        if prop == "committed-acks-not-lost":
+            return z3.And(*[z3.Not(z3.And(v[f"made{i}"], v["decided"] == COMMITTED,
+                                          z3.Not(z3.And(v["aop"], v["apos"] == i)), z3.Not(v[f"acked{i}"])))
+                            for i in range(self.size)])
         return z3.Not(z3.Or(False, *[z3.And(v[f"received{i}"], v[f"entry{i}"] != 0, v[f"filtered{i}"])
                                      for i in range(self.size)]))
 
@@ -276,7 +338,7 @@ class Pip473Steps(StepEncoding):
         if prop == "end-txn-completes":
             return v["phase"] == ENDING
         if prop == "finalized-txns-collected":
-            return z3.And(v["decided"] != 0, z3.Or(v["h"] != 0, v["op"]))
+            return z3.And(v["decided"] != 0, z3.Or(v["h"] != 0, v["op"], v["aop"]))
         start = z3.If(v["read"] > v["first"], v["read"], v["first"])
         return z3.And(v["decided"] == COMMITTED, z3.Or(False, *[
             z3.And(start <= i, i < v["n"], v[f"entry{i}"] != 0) for i in range(self.size)]))
@@ -288,12 +350,21 @@ class Pip473Steps(StepEncoding):
     # -- agreement with the Python model ---------------------------------------------------------
     def concrete(self, v, s) -> z3.BoolRef:
         """``v`` fixed to a Python state (whose other parts are constant at these bounds)."""
-        hdr, ops, buf, sub, c, log = s.headers.get(1), dict(s.ops), s.buffers[0], s.subs[0], s.clients[0], s.logs[0]
-        op = ops.get((1, 0))
+        from models.pip473.state import ACK as ACK_OP
+        hdr, buf, sub, c, log, pa = s.headers.get(1), s.buffers[0], s.subs[0], s.clients[0], s.logs[0], s.pending[0]
+        writes = [(seq, op) for (_, seq), op in s.ops if op.kind != ACK_OP]
+        acks = [(seq, op) for (_, seq), op in s.ops if op.kind == ACK_OP]
+        assert len(writes) <= 1 and len(acks) <= 1 and len(pa.acks) <= 1 and len(pa.acks.get(1, ())) <= 1
+        wseq, op = writes[0] if writes else (0, None)
+        aseq, ack = acks[0] if acks else (0, None)
         pub = s.publishes[0] if s.publishes else None
         out = [v["h"] == (WORD[hdr.state] if hdr else 0), v["hfin"] == (hdr.finalized if hdr else False),
                v["hver"] == (hdr.version if hdr else 0), v["decided"] == WORD[s.decided.get(1, "")],
-               v["op"] == (op is not None), v["opos"] == (op.pos if op else -1), v["seq"] == s.seqs[0],
+               v["op"] == (op is not None), v["opos"] == (op.pos if op else -1), v["wseq"] == wseq,
+               v["aop"] == (ack is not None), v["apos"] == (ack.pos if ack else -1), v["aseq"] == aseq,
+               v["acum"] == (ack.cumulative if ack else False), v["seq"] == s.seqs[0], v["acks"] == c.acks,
+               v["pa_h"] == WORD[pa.hdr.get(1, "")], v["pa_acks"] == (pa.acks[1][0] if 1 in pa.acks.keys() else -1),
+               v["pa_done"] == (1 in pa.done), v["pa_pend"] == (1 in pa.pend),
                v["n"] == len(log), v["first"] == s.first[0], v["sealed"] == s.sealed[0], v["seals"] == s.seals,
                v["nontxn"] == s.nontxn, v["up"] == s.up[0], v["crashes"] == s.crashes,
                v["tc_crashes"] == s.tc_crashes, v["bh"] == WORD[buf.hdr.get(1, "")],
@@ -309,14 +380,16 @@ class Pip473Steps(StepEncoding):
                     v[f"version_{o}"] == (e.version if e else -1), v[f"answer_{o}"] == (WORD[e.outcome] if e else 0)]
         for i in range(self.size):
             out += [v[f"entry{i}"] == (log[i] if i < len(log) else 0), v[f"received{i}"] == (i in sub.received),
-                    v[f"filtered{i}"] == (i in sub.filtered)]
+                    v[f"filtered{i}"] == (i in sub.filtered), v[f"acked{i}"] == (i in sub.acked),
+                    v[f"made{i}"] == ((1, 0, 0, i) in s.acks_made), v[f"applied{i}"] == (s.applied.get((0, 0, i)) == 1)]
         return z3.And(*out)
 
     @staticmethod
     def label(a) -> str:
-        """The encoding's label for a Python action (its txn, segment, subscription and position
-        are the only ones there are)."""
-        shown = [str(x) for k, x in a.params if k not in ("txn", "seg", "sub", "pos")]
+        """The encoding's label for a Python action (its txn, segment and subscription are the only
+        ones there are; a dispatch's position is the read position)."""
+        hidden = ("txn", "seg", "sub") if a.name.startswith("txn_ack") else ("txn", "seg", "sub", "pos")
+        shown = [str(x) for k, x in a.params if k not in hidden]
         return a.name + (f"({','.join(shown)})" if shown else "")
 
 

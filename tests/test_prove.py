@@ -533,15 +533,15 @@ PIP473_VARIANTS = ("as-written", "open-entry-barrier", "finalize-in-cas", "reche
                    "gc-waits-for-participants", "keep-decisions-with-data", "owners-reap-orphans", "all-fixes",
                    "mutant:blind-cas", "mutant:deliver-aborted", "mutant:end-needs-append", "mutant:pin-committed")
 # what CI checks: each finding's bounds as written, and each mutant where it breaks its property
-PIP473_CI = (("as-written", "default"), ("as-written", "faults"), ("mutant:blind-cas", "default"),
+PIP473_CI = (("as-written", "default"), ("as-written", "faults"), ("as-written", "acks"), ("mutant:blind-cas", "default"),
+             ("mutant:apply-aborted-acks", "acks"),
              ("mutant:deliver-aborted", "default"), ("mutant:pin-committed", "default"),
              ("mutant:end-needs-append", "sealed"))
 
 
 def test_step_for_step_pip473_checking_finds_the_explorers_findings_with_their_lengths():
     """The shortest run (or lasso) breaking each property the explorer reports broken has the
-    explorer's length: the six findings at these bounds (the seventh, at ``acks``, needs the
-    transactional acks the encoding leaves out), and each mutant's property (so every step formula and
+    explorer's length: all seven findings, and each mutant's property (so every step formula and
     trigger can fail). Nightly, the obligations' whole verdicts (every property, up to the
     explorer's depth plus one) are compared too."""
     findings = json.loads(open("findings/pip-473/index.json").read())
@@ -559,7 +559,9 @@ def test_step_for_step_pip473_checking_finds_the_explorers_findings_with_their_l
 
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from([(v, "default") for v in PIP473_VARIANTS] + [("as-written", "faults"), ("all-fixes", "faults"),
-                                                                   ("mutant:end-needs-append", "sealed")]),
+                                                                   ("mutant:end-needs-append", "sealed"),
+                                                                   ("as-written", "acks"),
+                                                                   ("mutant:apply-aborted-acks", "acks")]),
        st.integers(0, 10**9))
 def test_step_formulas_agree_with_the_pip473_model(case, pick):
     assert disagreements_at(z473, "pip-473", case, pick) == []
