@@ -124,10 +124,10 @@ def test_a_broken_encoding_fails_its_proof():
 def test_prove_cli_exit_codes():
     r = cli("prove", "pip-468", "--variant", "fenced-registrations")
     assert r.returncode == 0 and r.stdout.count("PROVED") == 2, r.stdout + r.stderr
-    r = cli("prove", "pip-477")
-    assert r.returncode == 1 and r.stdout.count("PROVED") == 3 and r.stdout.count("VIOLATED") == 5, r.stdout
-    r = cli("prove", "pip-477", "--variant", "as-written")
-    assert r.returncode == 1 and "counterexample to induction" in r.stdout
+    r = cli("prove", "pip-477", "--variant", "single-cas-status-flip")
+    assert r.returncode == 0 and r.stdout.count("PROVED") == 1, r.stdout + r.stderr
+    r = cli("prove", "pip-477", "--variant", "mutant:promote-resets-hash")  # (pip-477 as a whole takes minutes)
+    assert r.returncode == 1 and r.stdout.count("VIOLATED") == 1 and "counterexample to induction" in r.stdout
     r = cli("prove", "pip-477", "--variant", "no-such-variant")
     assert r.returncode == 2 and "unknown variant" in r.stderr
     r = cli("prove", "no-such-model")
