@@ -64,8 +64,9 @@ class Pip473Steps(StepEncoding):
 
     # -- the state -------------------------------------------------------------------------------
     def vars(self, tag: str) -> StateVars:
-        ints = ["h", "hver", "decided", "opos", "wseq", "apos", "aseq", "pa_h", "pa_acks", "acks", "seq", "n", "first", "seals", "nontxn", "crashes", "tc_crashes",
-                "bh", "bw", "read", "pub", "ppos", "phase", "sends", "want", "outcome"]
+        ints = ["h", "hver", "decided", "opos", "wseq", "apos", "aseq", "pa_h", "pa_acks", "acks", "seq", "n", "first",
+                "seals", "nontxn", "crashes", "tc_crashes", "bh", "bw", "read", "pub", "ppos", "phase", "sends", "want",
+                "outcome"]
         bools = ["hfin", "op", "aop", "acum", "sealed", "up", "aborted", "done", "pend_hdr", "pend_idx", "failed",
                  "pa_done", "pa_pend"]
         for o in ORIGINS:
@@ -76,8 +77,8 @@ class Pip473Steps(StepEncoding):
         return StateVars(ints, bools, tag)
 
     def init(self, v):
-        zero = ("h", "hver", "decided", "wseq", "aseq", "pa_h", "acks", "seq", "n", "first", "seals", "nontxn", "crashes", "tc_crashes", "bh", "read",
-                "pub", "phase", "sends", "want", "outcome")
+        zero = ("h", "hver", "decided", "wseq", "aseq", "pa_h", "acks", "seq", "n", "first", "seals", "nontxn",
+                "crashes", "tc_crashes", "bh", "read", "pub", "phase", "sends", "want", "outcome")
         out = [*[v[k] == 0 for k in zero], *[v[k] == -1 for k in ("opos", "apos", "pa_acks", "bw", "ppos")], v["up"],
                *[z3.Not(v[k]) for k in ("hfin", "op", "aop", "acum", "sealed", "aborted", "done", "pend_hdr",
                                         "pend_idx", "failed", "pa_done", "pa_pend")]]

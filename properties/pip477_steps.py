@@ -37,7 +37,8 @@ MAXID, ENTRIES, RPCS = 7, 3, 2  # the explorer reaches ids up to 6, 3 entries a 
 BUDGETS = ("publish", "roll", "move", "restart", "old_down", "rollback", "sub_property", "close_client")
 FAILURES = ("data", "cursor", "schema")
 IDS = tuple(range(1, MAXID + 1))
-INVARIANTS = ("I1", "I2", "I3", "I6", "I7", "I8", "I11", "I12", "I13", "I16", "position-not-rewound", "no-publish-pause")
+INVARIANTS = ("I1", "I2", "I3", "I6", "I7", "I8", "I11", "I12", "I13", "I16", "position-not-rewound",
+              "no-publish-pause")
 ACTIONS = ("I4", "I5", "I9", "I10", "I14", "I15", "rollback-keeps-business-znodes")
 SECTION = ("PIP-477 Switch Phases 1-7 (BUILD, PROMOTE, CLEANUP, ROLLBACK), Write-Path Stamping, Read-Path "
            "Routing, Wiring on Broker Start, Data Plane Continuity, Critical Invariants I1-I16")
@@ -649,7 +650,8 @@ class Pip477Steps(StepEncoding):
         d, p, x, o, e = s.directive, s.progress, s.brokers[0], s.own, s.schema[0]
         assert d is None or d[:3] == ("new", 0, 1)
         user = {None: 0, "a": A, "user": USER_VALUE}
-        out = [v["reg_old"] == STATUS.get(s.registry.get("old"), 0), v["reg_new"] == STATUS.get(s.registry.get("new"), 0),
+        out = [v["reg_old"] == STATUS.get(s.registry.get("old"), 0),
+               v["reg_new"] == STATUS.get(s.registry.get("new"), 0),
                v["directive"] == (d is not None), v["source"] == (CLUSTER[d[3]] if d else 0),
                v["phase"] == (PHASE[p.phase] if p else 0), v["flips"] == (p.status_flips if p else 0),
                v["idgen_old"] == s.idgen["old"], v["idgen_new"] == s.idgen["new"],
@@ -662,7 +664,8 @@ class Pip477Steps(StepEncoding):
                v["pread_attr"] == (CLUSTER[x.promote_read[1][0].attr] if x.promote_read else 0),
                v["pread_hash"] == (x.promote_read[1][0].hash if x.promote_read else 0),
                v["owned"] == (o is not None), v["rpcn"] == len(s.rpc), v["ncur"] == (len(p.cursors) if p else 0),
-               v["nmsg"] == len(s.msgs), v["consumed"] == s.consumed, v["acked_md"] == s.acked_md, v["zk"] == s.zk_writes,
+               v["nmsg"] == len(s.msgs), v["consumed"] == s.consumed, v["acked_md"] == s.acked_md,
+               v["zk"] == s.zk_writes,
                *[v[f"b_{k}"] == s.budget[k] for k in BUDGETS]]
         assert "new" in s.alive and "new" not in s.closed and (p is None or len(p.cursors) <= 2)
         assert len(s.rpc) <= RPCS and len(s.ml) <= self.ml and len(s.msgs) <= self.msgs
@@ -727,7 +730,8 @@ CASES = {"cleanup": (("as-written", "all-fixes"), 16)}
 OBLIGATIONS = [
     Obligation("pip-477", f"steps-bounded-{preset}", f"each property's shortest breaking run of the whole model at "
                f"the {preset} bounds, step for step (up to {depth + 1} steps: the explorer's depth plus one)",
-               SECTION, lambda variant=variant, preset=preset, depth=depth: encoding(variant, preset).verdict(depth + 1),
+               SECTION,
+               lambda variant=variant, preset=preset, depth=depth: encoding(variant, preset).verdict(depth + 1),
                (variant,), minutes=True)
     for preset, (variants, depth) in CASES.items() for variant in variants
 ]
