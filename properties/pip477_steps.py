@@ -1,7 +1,7 @@
-"""Bounded model checking of PIP-477 step for step, with one broker and no putSchema calls (the
-bounds ``legacy``, ``cursor``, ``cleanup``, ``close``, ``close-restart``, ``sub-property``,
-``rollback``, ``old-down``): each action of ``models/pip477`` (registration, the switch and its
-precheck, the directive watch, restarts, closing the old client, the old cluster going down;
+"""Bounded model checking of PIP-477 step for step, with up to two brokers and no putSchema calls
+(every bound set but ``schema`` and ``idgen``): each action of ``models/pip477`` (registration,
+the switch and its precheck, the directive watch, restarts, closing the old client, the old
+cluster going down;
 BUILD, schema PROMOTE's read and CAS, cursor PROMOTE's RPC and the owner's handler, CLEANUP's
 deletes and status flips, ROLLBACK; publish, rollover, reads, markDelete, cursor rollover,
 retention, subscription properties, topic unload and load) is one transition formula, its guard
@@ -13,6 +13,8 @@ cluster at the start; ``allocate`` takes the next id of a cluster's idgen that t
 hold); each cluster holds, per id, whether the ledger is there and its entries (at most
 ``ENTRIES``); the topic's ledger list, the acknowledged messages and the promote-cursor requests
 are arrays with a length. With no putSchema the schema locator has its one entry (ledger 3).
+Each broker has its plugin memory (up, active cluster, directive epoch, orchestrator, PROMOTE's
+read); the owner is a broker number, and what the owner does is one action per broker.
 Statuses: 0 none, ``ACTIVE``, ``STANDBY``, ``DEPRECATED``; clusters: 0 none, ``OLD``, ``NEW``
 (and ``USER``, what a user wrote under the attribution key, I16).
 
@@ -48,8 +50,8 @@ class Pip477Steps(StepEncoding):
     properties = INVARIANTS + ACTIONS
 
     def __init__(self, config):
-        if config.brokers != 1 or config.put_schema:
-            raise ValueError("the step-for-step encoding covers one broker and no putSchema calls")
+        if config.put_schema:
+            raise ValueError("the step-for-step encoding covers no putSchema calls")
         v = config.variant
         if v in ("mutant:copy-new-id", "mutant:coordinator-promotes-cursor", "mutant:old-reader-drops-unknown"):
             raise ValueError(f"the step-for-step encoding does not express {v}")
@@ -58,6 +60,7 @@ class Pip477Steps(StepEncoding):
                       "promote-cursor-at-copied-lac", "single-cas-status-flip", "create-reads-directive",
                       "close-after-data-expires", "reserved-keys-rejected"} if v == "all-fixes" else {v}
         self.config = config
+        self.brokers = tuple(range(config.brokers))
         self.msgs = 1 + config.publish  # message 0 is in ledger 1 from the start
         # room in the ledger list: ledger 1, a voluntary rollover each, one per event after which the current
         # ledger may be unwritable (a move or restart, the old cluster down, its client closed), and one to spare
@@ -67,10 +70,13 @@ class Pip477Steps(StepEncoding):
     # -- the state -------------------------------------------------------------------------------
     def vars(self, tag: str) -> StateVars:
         ints = ["reg_old", "reg_new", "source", "phase", "flips", "idgen_old", "idgen_new", "mln", "cl", "cmd",
-                "cattr", "cuser", "cver", "sattr", "shash", "sver", "active", "epoch", "pread", "pread_attr",
-                "pread_hash", "w_l", "w_c", "c_l", "c_c", "i_l", "i_md", "i_attr", "i_user", "i_ver", "o_md",
-                "r_l", "r_c", "rpcn", "ncur", "nmsg", "consumed", "acked_md", "zk"]
-        bools = ["directive", "alive_old", "closed_old", "up", "orch", "owned", "o_roll"]
+                "cattr", "cuser", "cver", "sattr", "shash", "sver", "origin", "owner", "w_l", "w_c", "c_l", "c_c",
+                "i_l", "i_md", "i_attr", "i_user", "i_ver", "o_md", "r_l", "r_c", "rpcn", "ncur", "nmsg", "consumed",
+                "acked_md", "zk"]
+        bools = ["directive", "alive_old", "closed_old", "owned", "o_roll"]
+        for b in self.brokers:
+            ints += [f"active{b}", f"epoch{b}", f"pread{b}", f"pread_attr{b}", f"pread_hash{b}"]
+            bools += [f"up{b}", f"orch{b}"]
         ints += [f"b_{k}" for k in BUDGETS] + [f"cur{i}" for i in range(2)]
         ints += [f"ml{i}" for i in range(self.ml)] + [f"mla{i}" for i in range(self.ml)]
         ints += [f"msg{k}" for k in range(self.msgs)]
@@ -92,8 +98,10 @@ class Pip477Steps(StepEncoding):
                v["flips"] == 0, v["idgen_old"] == 4, v["idgen_new"] == c.new_idgen, v["alive_old"],
                z3.Not(v["closed_old"]), v["mln"] == 1, v["ml0"] == 1, v["mla0"] == (0 if c.legacy else OLD),
                v["cl"] == 2, v["cmd"] == 0, v["cattr"] == OLD, v["cuser"] == A, v["cver"] == 0, v["sattr"] == OLD,
-               v["shash"] == SCHEMA_LEDGER, v["sver"] == 0, v["up"], v["active"] == OLD, v["epoch"] == 0,
-               z3.Not(v["orch"]), v["pread"] == -1, v["pread_attr"] == 0, v["pread_hash"] == 0, v["owned"],
+               v["shash"] == SCHEMA_LEDGER, v["sver"] == 0, v["origin"] == 0, v["owner"] == 0, v["owned"],
+               *[z3.And(v[f"up{b}"], v[f"active{b}"] == OLD, v[f"epoch{b}"] == 0, z3.Not(v[f"orch{b}"]),
+                        v[f"pread{b}"] == -1, v[f"pread_attr{b}"] == 0, v[f"pread_hash{b}"] == 0)
+                 for b in self.brokers],
                v["w_l"] == 1, v["w_c"] == OLD, v["c_l"] == 2, v["c_c"] == OLD, v["i_l"] == 2, v["i_md"] == 0,
                v["i_attr"] == OLD, v["i_user"] == A, v["i_ver"] == 0, v["o_md"] == 0, z3.Not(v["o_roll"]),
                v["r_l"] == 0, v["r_c"] == 0, v["rpcn"] == 0, v["ncur"] == 0, v["nmsg"] == 1, v["msg0"] == 1,
@@ -149,21 +157,25 @@ class Pip477Steps(StepEncoding):
     def readable(self, v, c, lid, entries=1):
         return z3.And(self.reachable(v, c), self.has(v, c, lid), self.length(v, c, lid) >= entries)
 
-    def resolve(self, v, attr):
-        """``resolve(LedgerInfo)``: the stamp, else the legacy fallback."""
-        fallback = v["active"]
+    def of(self, v, name: str, b):
+        """Broker ``b``'s variable ``name`` (``b`` may be symbolic: the owner)."""
+        return self.at(v, name + "{}", b, self.brokers)
+
+    def resolve(self, v, attr, b):
+        """``resolve(LedgerInfo)`` on broker ``b``: the stamp, else the legacy fallback."""
+        fallback = self.of(v, "active", b)
         if "fallback-to-source-cluster" in self.fixes:
-            fallback = z3.If(v["directive"], v["source"], v["active"])
+            fallback = z3.If(v["directive"], v["source"], fallback)
         return z3.If(attr != 0, attr, fallback)
 
-    def create_cluster(self, v):
+    def create_cluster(self, v, b):
         if "create-reads-directive" in self.fixes:
-            return z3.If(v["directive"], NEW, v["active"])
-        return v["active"]
+            return z3.If(v["directive"], NEW, self.of(v, "active", b))
+        return self.of(v, "active", b)
 
-    def startup(self, v):
-        """The client a broker captured at start (mutant constructor-bk)."""
-        return z3.If(v["directive"], v["source"], v["active"])
+    def startup(self, v, b):
+        """The client broker ``b`` captured at start (mutant constructor-bk)."""
+        return z3.If(v["directive"], v["source"], self.of(v, "active", b))
 
     def writable(self, v, lid, c):
         return z3.And(lid != 0, self.reachable(v, c), self.has(v, c, lid))
@@ -274,22 +286,28 @@ class Pip477Steps(StepEncoding):
         out["register"] = (v["reg_new"] == 0, {"reg_new": STANDBY})
         held = [z3.Implies(v[f"has1_{lid}"], v["idgen_new"] > lid) for lid in IDS]
         precheck = z3.BoolVal(True) if self.variant == "mutant:no-precheck" else z3.And(*held)
-        out["switch(0)"] = (z3.And(v["up"], z3.Not(v["directive"]), v["reg_new"] == STANDBY, precheck),
-                            {"directive": True, "source": self.active_status(v)})
-        out["watch(0)"] = (z3.And(v["up"], v["directive"], v["epoch"] < 1), {
-            "active": NEW, "epoch": 1, "orch": True, "phase": z3.If(v["phase"] == 0, BUILD, v["phase"])})
+        for b in self.brokers:
+            out[f"switch({b})"] = (z3.And(v[f"up{b}"], z3.Not(v["directive"]), v["reg_new"] == STANDBY, precheck),
+                                   {"directive": True, "origin": b, "source": self.active_status(v)})
+            runs = z3.Or(v["origin"] == b, self.variant == "mutant:every-broker-orchestrates")
+            out[f"watch({b})"] = (z3.And(v[f"up{b}"], v["directive"], v[f"epoch{b}"] < 1), {
+                f"active{b}": NEW, f"epoch{b}": 1, f"orch{b}": runs,
+                "phase": z3.If(z3.And(runs, v["phase"] == 0), BUILD, v["phase"])})
         if cfg.restart:
             none_active = z3.And(v["reg_old"] != ACTIVE, v["reg_new"] != ACTIVE)
             active = self.active_status(v)
             if "recover-from-directive" in self.fixes:
                 active = z3.If(v["directive"], NEW, active)
-            runs = z3.And(v["directive"], z3.Or(v["phase"] == 0, v["phase"] == BUILD, v["phase"] == CLEANUP,
-                                                v["phase"] == ROLLBACK))
-            out["restart(0)"] = (z3.And(v["up"], v["b_restart"] > 0), {
-                "reg_old": z3.If(none_active, ACTIVE, v["reg_old"]), "active": active,
-                "epoch": z3.If(v["directive"], 1, 0), "orch": runs, "pread": -1, "pread_attr": 0, "pread_hash": 0,
-                "phase": z3.If(z3.And(runs, v["phase"] == 0), BUILD, v["phase"]), **self.spend(v, "restart"),
-                **self.unowned()})
+            for b in self.brokers:
+                runs = z3.And(v["directive"], v["origin"] == b, z3.Or(
+                    v["phase"] == 0, v["phase"] == BUILD, v["phase"] == CLEANUP, v["phase"] == ROLLBACK))
+                owned_here = z3.And(v["owned"], v["owner"] == b)
+                out[f"restart({b})"] = (z3.And(v[f"up{b}"], v["b_restart"] > 0), {
+                    "reg_old": z3.If(none_active, ACTIVE, v["reg_old"]), f"active{b}": active,
+                    f"epoch{b}": z3.If(v["directive"], 1, 0), f"orch{b}": runs, f"pread{b}": -1,
+                    f"pread_attr{b}": 0, f"pread_hash{b}": 0,
+                    "phase": z3.If(z3.And(runs, v["phase"] == 0), BUILD, v["phase"]), **self.spend(v, "restart"),
+                    **{k: z3.If(owned_here, x, v[k]) for k, x in self.unowned().items()}})
         if cfg.close_client:
             allowed = z3.BoolVal(True)
             if self.variant != "mutant:close-without-drain":
@@ -305,7 +323,7 @@ class Pip477Steps(StepEncoding):
 
     def routes_old(self, v, record):
         in_use, attr = record
-        return z3.And(in_use, self.resolve(v, attr) == OLD)
+        return z3.And(in_use, self.resolve(v, attr, 0) == OLD)
 
     def records(self, v) -> list:
         """Every ledger record's (present, attribution): the ledger list, the cursor, the schema entry."""
@@ -319,7 +337,7 @@ class Pip477Steps(StepEncoding):
     @staticmethod
     def unowned() -> dict:
         zero = ("w_l", "w_c", "c_l", "c_c", "i_l", "i_md", "i_attr", "i_user", "i_ver", "o_md", "r_l", "r_c")
-        return {"owned": False, "o_roll": False, **{k: 0 for k in zero}}
+        return {"owned": False, "owner": 0, "o_roll": False, **{k: 0 for k in zero}}
 
     # -- the orchestrator (orchestrator.py) -------------------------------------------------------
     def source_of(self, v):
@@ -343,7 +361,19 @@ class Pip477Steps(StepEncoding):
 
     def orchestrator_actions(self, v) -> dict:
         out = {}
-        runs = z3.And(v["phase"] != 0, v["up"], v["orch"])
+        for b in self.brokers:
+            out.update(self.broker_orchestrator(v, b))
+        for lid in IDS:
+            for target in (OLD, NEW):
+                out[f"promote_cursor_handle({lid},{target})"] = (
+                    z3.And(v["phase"] != 0, v["rpcn"] > 0, v["rpc0_l"] == lid, v["rpc0_t"] == target),
+                    self.handle(v, lid, target))
+        return out
+
+    def broker_orchestrator(self, v, b: int) -> dict:
+        """The orchestrator's steps on broker ``b`` (it runs there once its watch or restart started it)."""
+        out = {}
+        runs = z3.And(v["phase"] != 0, v[f"up{b}"], v[f"orch{b}"])
         phase = v["phase"]
         building = z3.And(runs, phase == BUILD)
         kinds = [(SCHEMA_LEDGER, "schema")] + [(lid, "cursor") for lid in IDS]
@@ -358,54 +388,54 @@ class Pip477Steps(StepEncoding):
                                "cur1": z3.If(v["ncur"] == 1, lid, v["cur1"])})
             changes = {k: z3.If(fails, v[k], x) for k, x in copied.items()}
             changes[f"failed{lid}"] = z3.Or(v[f"failed{lid}"], fails)
-            out[f"build(0,{kind},{lid})"] = (z3.And(building, self.candidate(v, lid, kind)), changes)
+            out[f"build({b},{kind},{lid})"] = (z3.And(building, self.candidate(v, lid, kind)), changes)
         built_schema = v[f"built{SCHEMA_LEDGER}"] != -1
         schema_built_old = z3.And(v["sattr"] == OLD, built_schema)
-        out["promote_schema_read(0)"] = (z3.And(building, v["pread"] == -1, self.to_promote(v, v["sattr"]),
+        out[f"promote_schema_read({b})"] = (z3.And(building, v[f"pread{b}"] == -1, self.to_promote(v, v["sattr"]),
                                                 built_schema),
-                                         {"pread": v["sver"], "pread_attr": v["sattr"], "pread_hash": v["shash"]})
+                                         {f"pread{b}": v["sver"], f"pread_attr{b}": v["sattr"],
+                                          f"pread_hash{b}": v["shash"]})
         blind = self.variant == "mutant:blind-schema-promote"
-        matches = z3.Or(v["pread"] == v["sver"], blind)
-        flips = self.to_promote(v, v["pread_attr"])
-        out["promote_schema_cas(0)"] = (z3.And(building, v["pread"] != -1, matches), {
-            "sattr": z3.If(flips, NEW, v["pread_attr"]),
-            "shash": z3.If(flips, 0, v["pread_hash"]) if self.variant == "mutant:promote-resets-hash" else
-            v["pread_hash"], "sver": v["sver"] + 1, "zk": v["zk"] + z3.If(v["pread"] != v["sver"], 1, 0),
-            f"promoted{SCHEMA_LEDGER}": z3.Or(v[f"promoted{SCHEMA_LEDGER}"], flips), "pread": -1, "pread_attr": 0,
-            "pread_hash": 0})
+        matches = z3.Or(v[f"pread{b}"] == v["sver"], blind)
+        flips = self.to_promote(v, v[f"pread_attr{b}"])
+        out[f"promote_schema_cas({b})"] = (z3.And(building, v[f"pread{b}"] != -1, matches), {
+            "sattr": z3.If(flips, NEW, v[f"pread_attr{b}"]),
+            "shash": z3.If(flips, 0, v[f"pread_hash{b}"]) if self.variant == "mutant:promote-resets-hash" else
+            v[f"pread_hash{b}"], "sver": v["sver"] + 1, "zk": v["zk"] + z3.If(v[f"pread{b}"] != v["sver"], 1, 0),
+            f"promoted{SCHEMA_LEDGER}": z3.Or(v[f"promoted{SCHEMA_LEDGER}"], flips), f"pread{b}": -1,
+            f"pread_attr{b}": 0, f"pread_hash{b}": 0})
+        if not blind:  # another orchestrator's CAS came between (mutant every-broker-orchestrates)
+            out[f"promote_schema_conflict({b})"] = (z3.And(building, v[f"pread{b}"] != -1, z3.Not(matches)),
+                                                    {f"pread{b}": -1, f"pread_attr{b}": 0, f"pread_hash{b}": 0})
         cursors = [(i, v[f"cur{i}"]) for i in range(2)]
         for lid in IDS:
             listed = z3.Or(*[z3.And(i < v["ncur"], x == lid) for i, x in cursors])
-            out[f"promote_cursor_send(0,{lid})"] = (z3.And(building, listed, z3.Not(v[f"sent{lid}"]),
+            out[f"promote_cursor_send({b},{lid})"] = (z3.And(building, listed, z3.Not(v[f"sent{lid}"]),
                                                            v["rpcn"] < RPCS),
                                                     {f"sent{lid}": True, **self.enqueue(v, lid, NEW)})
         unsent = z3.Or(*[z3.And(i < v["ncur"], z3.Not(self.at(v, "sent{}", x, IDS, True))) for i, x in cursors])
         pending = z3.Or(schema_built_old, unsent, v["rpcn"] > 0)
         no_candidates = z3.And(*[z3.Not(self.candidate(v, lid, kind)) for lid, kind in kinds])
-        ready = z3.And(building, no_candidates, z3.Not(pending), v["pread"] == -1)
-        out["start_cleanup(0)"] = (ready, {"phase": CLEANUP})
+        ready = z3.And(building, no_candidates, z3.Not(pending), v[f"pread{b}"] == -1)
+        out[f"start_cleanup({b})"] = (ready, {"phase": CLEANUP})
         if self.config.rollback:
-            out["start_rollback(0)"] = (z3.And(ready, v["b_rollback"] > 0), {"phase": ROLLBACK, "b_rollback": 0})
+            out[f"start_rollback({b})"] = (z3.And(ready, v["b_rollback"] > 0), {"phase": ROLLBACK, "b_rollback": 0})
         cleaning = z3.And(runs, phase == CLEANUP)
         stale = {lid: z3.And(v[f"promoted{lid}"], v[f"has1_{lid}"]) for lid in IDS}
         for lid in IDS:
-            out[f"cleanup_delete(0,{lid})"] = (z3.And(cleaning, stale[lid], v["alive_old"]), self.delete(OLD, lid))
+            out[f"cleanup_delete({b},{lid})"] = (z3.And(cleaning, stale[lid], v["alive_old"]), self.delete(OLD, lid))
         flip_ready = z3.And(cleaning, z3.Or(z3.Not(z3.Or(*stale.values())), z3.Not(v["alive_old"])))
         if "single-cas-status-flip" in self.fixes:
-            out["cleanup_status(0)"] = (flip_ready, {"reg_old": DEPRECATED, "reg_new": ACTIVE, "flips": 2,
+            out[f"cleanup_status({b})"] = (flip_ready, {"reg_old": DEPRECATED, "reg_new": ACTIVE, "flips": 2,
                                                      "phase": DONE})
         else:
-            out["cleanup_status_old(0)"] = (z3.And(flip_ready, v["flips"] == 0), {"reg_old": DEPRECATED, "flips": 1})
-            out["cleanup_status_new(0)"] = (z3.And(flip_ready, v["flips"] != 0), {"reg_new": ACTIVE, "flips": 2,
+            out[f"cleanup_status_old({b})"] = (z3.And(flip_ready, v["flips"] == 0), {"reg_old": DEPRECATED, "flips": 1})
+            out[f"cleanup_status_new({b})"] = (z3.And(flip_ready, v["flips"] != 0), {"reg_new": ACTIVE, "flips": 2,
                                                                                   "phase": DONE})
         if self.config.rollback:
-            out.update(self.rollback_actions(v, z3.And(runs, phase == ROLLBACK)))
-        for lid in IDS:
-            for target in (OLD, NEW):
-                out[f"promote_cursor_handle({lid},{target})"] = (
-                    z3.And(phase != 0, v["rpcn"] > 0, v["rpc0_l"] == lid, v["rpc0_t"] == target),
-                    self.handle(v, lid, target))
+            out.update(self.rollback_actions(v, b, z3.And(runs, phase == ROLLBACK)))
         return out
+
 
     def enqueue(self, v, lid, target) -> dict:
         out = {"rpcn": v["rpcn"] + 1}
@@ -417,22 +447,22 @@ class Pip477Steps(StepEncoding):
     def routed_to_new(self, v, lid: int):
         return z3.Or(z3.And(v["cl"] == lid, v["cattr"] == NEW), z3.And(lid == SCHEMA_LEDGER, v["sattr"] == NEW))
 
-    def rollback_actions(self, v, rolling) -> dict:
+    def rollback_actions(self, v, b: int, rolling) -> dict:
         out = {}
         resets = self.variant == "mutant:rollback-resets-hash"
         back = v[f"promoted{SCHEMA_LEDGER}"]
-        out["rollback_schema(0)"] = (z3.And(rolling, back, v["sattr"] == NEW), {
+        out[f"rollback_schema({b})"] = (z3.And(rolling, back, v["sattr"] == NEW), {
             "sattr": OLD, "shash": 0 if resets else v["shash"], "sver": v["sver"] + 1})
         for lid in IDS:
-            out[f"rollback_cursor_send(0,{lid})"] = (z3.And(rolling, v["cl"] == lid, v[f"promoted{lid}"],
+            out[f"rollback_cursor_send({b},{lid})"] = (z3.And(rolling, v["cl"] == lid, v[f"promoted{lid}"],
                                                             v["cattr"] == NEW, v["rpcn"] == 0),
                                                      self.enqueue(v, lid, OLD))
         copies = {lid: z3.And(v[f"promoted{lid}"], v[f"has2_{lid}"], z3.Not(self.routed_to_new(v, lid)))
                   for lid in IDS}
         for lid in IDS:
-            out[f"rollback_delete(0,{lid})"] = (z3.And(rolling, copies[lid]), self.delete(NEW, lid))
+            out[f"rollback_delete({b},{lid})"] = (z3.And(rolling, copies[lid]), self.delete(NEW, lid))
         routed = z3.Or(*[z3.And(v[f"promoted{lid}"], self.routed_to_new(v, lid)) for lid in IDS])
-        out["rollback_done(0)"] = (z3.And(rolling, z3.Not(z3.Or(*copies.values())), v["rpcn"] == 0,
+        out[f"rollback_done({b})"] = (z3.And(rolling, z3.Not(z3.Or(*copies.values())), v["rpcn"] == 0,
                                           z3.Not(routed)), {"phase": ROLLED_BACK})
         return out
 
@@ -466,21 +496,32 @@ class Pip477Steps(StepEncoding):
         return there, lid, self.msg_count(v, lid, v["consumed"])
 
     def traffic_actions(self, v) -> dict:
+        out = {}
+        for b in self.brokers:
+            out.update(self.owner_traffic(v, b))
+            if self.config.move or self.config.restart:
+                out.update(self.load_actions(v, b))
+        unreadable = z3.Not(self.readable(v, self.resolve(v, v["sattr"], 0), SCHEMA_LEDGER))  # schema version 0
+        out["read_schema(0,0)"] = (unreadable, self.failed_read(v, "schema", SCHEMA_LEDGER))
+        return out
+
+    def owner_traffic(self, v, b: int) -> dict:
+        """What the topic's owner does when it is broker ``b``."""
         cfg, out = self.config, {}
-        owned = v["owned"]
+        owned = z3.And(v["owned"], v["owner"] == b)
         write_ok = self.writable(v, v["w_l"], v["w_c"])
-        creatable = self.reachable(v, self.create_cluster(v))
+        creatable = self.reachable(v, self.create_cluster(v, b))
         if cfg.publish:
-            out["publish(0)"] = (z3.And(owned, v["b_publish"] > 0, write_ok, self.room(v, v["w_l"], v["w_c"]),
+            out[f"publish({b})"] = (z3.And(owned, v["b_publish"] > 0, write_ok, self.room(v, v["w_l"], v["w_c"]),
                                         v["nmsg"] < self.msgs), {
                 **self.append(v, v["w_l"], v["w_c"], v["nmsg"]), "nmsg": v["nmsg"] + 1,
                 **{f"msg{k}": z3.If(v["nmsg"] == k, v["w_l"], v[f"msg{k}"]) for k in range(self.msgs)},
                 **self.spend(v, "publish")})
         if cfg.roll or cfg.move or cfg.restart or cfg.old_down or cfg.close_client:
-            c = self.create_cluster(v)
+            c = self.create_cluster(v, b)
             lid = self.allocated(v, c)
             stamp = 0 if self.variant == "mutant:stamp-after-create" else c
-            out["roll_ledger(0)"] = (z3.And(owned, z3.Or(v["b_roll"] > 0, z3.Not(write_ok)), creatable,
+            out[f"roll_ledger({b})"] = (z3.And(owned, z3.Or(v["b_roll"] > 0, z3.Not(write_ok)), creatable,
                                             lid <= MAXID, v["mln"] < self.ml), {
                 **self.put_ledger(v, c, lid, (), allocate=True), "mln": v["mln"] + 1,
                 **{f"ml{i}": z3.If(v["mln"] == i, lid, v[f"ml{i}"]) for i in range(self.ml)},
@@ -489,7 +530,7 @@ class Pip477Steps(StepEncoding):
             first = v["ml0"]
             acked = z3.And(*[z3.Implies(z3.And(k < v["nmsg"], v[f"msg{k}"] == first), k < v["acked_md"])
                              for k in range(self.msgs)])
-            where = self.startup(v) if self.variant == "mutant:constructor-bk" else self.resolve(v, v["mla0"])
+            where = self.startup(v, b) if self.variant == "mutant:constructor-bk" else self.resolve(v, v["mla0"], b)
             may = z3.And(owned, v["mln"] > 1, z3.Or(v["w_l"] == 0, v["w_l"] != first), acked)
             shifted = {**{f"ml{i}": (v[f"ml{i + 1}"] if i + 1 < self.ml else 0) for i in range(self.ml)},
                        **{f"mla{i}": (v[f"mla{i + 1}"] if i + 1 < self.ml else 0) for i in range(self.ml)},
@@ -498,22 +539,22 @@ class Pip477Steps(StepEncoding):
                 for cl in (OLD, NEW):
                     gone = z3.And(self.has(v, cl, lid), self.reachable(v, cl))
                     deleted = {k: z3.If(gone, x, v[k]) for k, x in self.delete(cl, lid).items()}
-                    out[f"trim_ledger(0,{lid},{cl})"] = (z3.And(may, first == lid, where == cl),
+                    out[f"trim_ledger({b},{lid},{cl})"] = (z3.And(may, first == lid, where == cl),
                                                          {**deleted, **shifted})
         there, nxt, before = self.next_message(v)
         for lid in IDS:
-            out[f"open_ledger(0,{lid})"] = (z3.And(owned, there, nxt == lid, z3.Or(v["r_l"] == 0, v["r_l"] != lid)),
-                                            {"r_l": lid, "r_c": self.resolve(v, self.ml_attr(v, lid))})
+            out[f"open_ledger({b},{lid})"] = (z3.And(owned, there, nxt == lid, z3.Or(v["r_l"] == 0, v["r_l"] != lid)),
+                                            {"r_l": lid, "r_c": self.resolve(v, self.ml_attr(v, lid), b)})
         cluster = v["r_c"]
         if self.variant == "mutant:resolve-per-entry":
-            cluster = self.resolve(v, self.ml_attr(v, v["r_l"]))
+            cluster = self.resolve(v, self.ml_attr(v, v["r_l"]), b)
         for lid in IDS:
             for entry in range(self.msgs):
                 for cl in (OLD, NEW):
                     ok = self.readable(v, z3.IntVal(cl), lid, entry + 1)
                     caught_up = self.msg_count(v, lid) == entry + 1
                     release = z3.Or(z3.Not(ok), caught_up)
-                    out[f"read_entry(0,{lid},{entry},{cl})"] = (
+                    out[f"read_entry({b},{lid},{entry},{cl})"] = (
                         z3.And(owned, there, nxt == lid, v["r_l"] == lid, before == entry, cluster == cl), {
                             "consumed": z3.If(ok, v["consumed"] + 1, v["consumed"]),
                             "r_l": z3.If(release, 0, v["r_l"]), "r_c": z3.If(release, 0, v["r_c"]),
@@ -521,14 +562,14 @@ class Pip477Steps(StepEncoding):
         lagging = v["o_md"] < v["consumed"]
         cursor_ok = z3.And(self.writable(v, v["c_l"], v["c_c"]), z3.Not(v["o_roll"]))
         for md in range(1, self.msgs + 1):
-            out[f"mark_delete(0,{md})"] = (z3.And(owned, lagging, cursor_ok, v["consumed"] == md,
+            out[f"mark_delete({b},{md})"] = (z3.And(owned, lagging, cursor_ok, v["consumed"] == md,
                                                   self.room(v, v["c_l"], v["c_c"])), {
                 **self.append(v, v["c_l"], v["c_c"], v["consumed"]), "o_md": v["consumed"],
                 "acked_md": v["consumed"]})
-        c = self.create_cluster(v)
+        c = self.create_cluster(v, b)
         lid = self.allocated(v, c)
         attr = 0 if self.variant == "mutant:stamp-after-create" else c
-        out["cursor_rollover(0)"] = (z3.And(owned, lagging, z3.Not(cursor_ok), creatable, lid <= MAXID), {
+        out[f"cursor_rollover({b})"] = (z3.And(owned, lagging, z3.Not(cursor_ok), creatable, lid <= MAXID), {
             **self.put_ledger(v, c, lid, (v["consumed"],), allocate=True), "cl": lid, "cmd": v["consumed"],
             "cattr": attr, "cuser": v["i_user"], "cver": v["cver"] + 1, "c_l": lid, "c_c": c, "i_l": lid,
             "i_md": v["consumed"], "i_attr": attr, "i_user": v["i_user"], "i_ver": v["cver"] + 1,
@@ -542,22 +583,20 @@ class Pip477Steps(StepEncoding):
                 written = {} if refused else {**kept, f"c{field}": value, "cver": v["cver"] + 1, "i_l": v["cl"],
                                               "i_md": v["cmd"], "i_attr": kept["cattr"], "i_user": kept["cuser"],
                                               f"i_{field}": value, "i_ver": v["cver"] + 1}
-                out[f"set_sub_property(0,{key})"] = (z3.And(owned, v["b_sub_property"] > 0),
+                out[f"set_sub_property({b},{key})"] = (z3.And(owned, v["b_sub_property"] > 0),
                                                      {**written, **self.spend(v, "sub_property")})
         if cfg.move:
-            out["unload_topic(0)"] = (z3.And(owned, v["b_move"] > 0), {**self.unowned(), **self.spend(v, "move")})
-        if cfg.move or cfg.restart:
-            out.update(self.load_actions(v))
-        unreadable = z3.Not(self.readable(v, self.resolve(v, v["sattr"]), SCHEMA_LEDGER))  # schema version 0
-        out["read_schema(0,0)"] = (unreadable, self.failed_read(v, "schema", SCHEMA_LEDGER))
+            out[f"unload_topic({b})"] = (z3.And(owned, v["b_move"] > 0), {**self.unowned(), **self.spend(v, "move")})
         return out
 
-    def load_actions(self, v) -> dict:
+    def load_actions(self, v, b: int) -> dict:
         """Topic load on the broker: the first open of the last ledger (I15), cursor recovery."""
         out = {}
         last = self.ml_last(v)
-        first = self.startup(v) if self.variant == "mutant:constructor-bk" else self.resolve(v, self.ml_last(v, "mla"))
-        home = self.resolve(v, v["cattr"])
+        first = self.resolve(v, self.ml_last(v, "mla"), b)
+        if self.variant == "mutant:constructor-bk":
+            first = self.startup(v, b)
+        home = self.resolve(v, v["cattr"], b)
         n = self.msg_count(v, last)
         for cl in (OLD, NEW):
             data_lost = z3.And(n > 0, z3.Not(self.readable(v, z3.IntVal(cl), last, n)))
@@ -565,9 +604,10 @@ class Pip477Steps(StepEncoding):
             md = z3.If(recovered, self.last_entry(v, home, v["cl"]), v["cmd"])
             fails = self.failed_read(v, "data", last, n, when=data_lost)
             cursor_fails = self.failed_read(v, "cursor", v["cl"], 1, when=z3.Not(recovered))
-            out[f"load_topic(0,{cl})"] = (
-                z3.And(z3.Not(v["owned"]), v["up"], first == cl, self.reachable(v, first), self.reachable(v, home)), {
-                    **fails, **cursor_fails, "owned": True, "w_l": 0, "w_c": 0, "c_l": v["cl"], "c_c": home,
+            out[f"load_topic({b},{cl})"] = (
+                z3.And(z3.Not(v["owned"]), v[f"up{b}"], first == cl, self.reachable(v, first),
+                       self.reachable(v, home)), {
+                    **fails, **cursor_fails, "owned": True, "owner": b, "w_l": 0, "w_c": 0, "c_l": v["cl"], "c_c": home,
                     "i_l": v["cl"], "i_md": v["cmd"], "i_attr": v["cattr"], "i_user": v["cuser"], "i_ver": v["cver"],
                     "o_md": md, "o_roll": True, "r_l": 0, "r_c": 0, "consumed": md})
         return out
@@ -585,7 +625,8 @@ class Pip477Steps(StepEncoding):
             return z3.BoolVal(True)
         if prop == "I6":
             expected = z3.If(v["directive"], NEW, self.active_status(v, none=0))
-            return z3.Implies(z3.And(v["up"], z3.Or(z3.Not(v["directive"]), v["epoch"] == 1)), v["active"] == expected)
+            return z3.And(*[z3.Implies(z3.And(v[f"up{b}"], z3.Or(z3.Not(v["directive"]), v[f"epoch{b}"] == 1)),
+                                       v[f"active{b}"] == expected) for b in self.brokers])
         if prop == "I8":
             bad = []
             for lid in IDS:
@@ -608,7 +649,7 @@ class Pip477Steps(StepEncoding):
         if prop == "position-not-rewound":
             return z3.Implies(v["owned"], v["o_md"] >= v["acked_md"])
         # no-publish-pause
-        c = self.create_cluster(v)
+        c = self.create_cluster(v, v["owner"])
         return z3.Implies(v["owned"], z3.Or(self.writable(v, v["w_l"], v["w_c"]), self.reachable(v, c),
                                             z3.Not(self.alive(v, c))))
 
@@ -626,10 +667,14 @@ class Pip477Steps(StepEncoding):
             return z3.Or(w["cl"] != v["cl"], w["cmd"] != v["cmd"], w["cuser"] != v["cuser"])
         if prop == "I10" and name in ("promote_schema_cas", "rollback_schema"):
             return w["shash"] != v["shash"]
+        from invariants.pip477 import SCHEMA_WORK  # the steps I14 is about: the property's statement
+        if prop == "I14" and name in SCHEMA_WORK:
+            return int(args[0]) != v["origin"]
         if prop == "I15" and name in ("load_topic", "trim_ledger"):
+            broker = int(args[0])
             if name == "load_topic":
-                return int(args[1]) != self.resolve(v, self.ml_last(v, "mla"))
-            return int(args[2]) != self.resolve(v, v["mla0"])
+                return int(args[1]) != self.resolve(v, self.ml_last(v, "mla"), broker)
+            return int(args[2]) != self.resolve(v, v["mla0"], broker)
         if prop == "rollback-keeps-business-znodes" and name in ("rollback_schema", "rollback_delete",
                                                                  "promote_cursor_handle", "rollback_done"):
             changed = z3.Or(w["cl"] != v["cl"], w["cmd"] != v["cmd"], w["cuser"] != v["cuser"],
@@ -646,9 +691,9 @@ class Pip477Steps(StepEncoding):
     def concrete(self, v, s) -> z3.BoolRef:
         """``v`` fixed to a Python state."""
         from models.pip477.state import ATTR_KEY, USER_KEY
-        assert len(s.schema) == 1 and len(s.brokers) == 1 and s.brokers[0].put_schema is None
-        d, p, x, o, e = s.directive, s.progress, s.brokers[0], s.own, s.schema[0]
-        assert d is None or d[:3] == ("new", 0, 1)
+        assert len(s.schema) == 1 and all(x.put_schema is None for x in s.brokers)
+        d, p, o, e = s.directive, s.progress, s.own, s.schema[0]
+        assert d is None or (d[0], d[2]) == ("new", 1)
         user = {None: 0, "a": A, "user": USER_VALUE}
         out = [v["reg_old"] == STATUS.get(s.registry.get("old"), 0),
                v["reg_new"] == STATUS.get(s.registry.get("new"), 0),
@@ -659,14 +704,16 @@ class Pip477Steps(StepEncoding):
                v["cl"] == s.cursor.ledger, v["cmd"] == s.cursor.md, v["cattr"] == CLUSTER[s.cursor.props.get(ATTR_KEY)],
                v["cuser"] == user[s.cursor.props.get(USER_KEY)], v["cver"] == s.cursor.version,
                v["sattr"] == CLUSTER[e.attr], v["shash"] == e.hash, v["sver"] == s.schema_version,
-               v["up"] == x.up, v["active"] == CLUSTER[x.active], v["epoch"] == x.epoch, v["orch"] == x.orchestrator,
-               v["pread"] == (x.promote_read[0] if x.promote_read else -1),
-               v["pread_attr"] == (CLUSTER[x.promote_read[1][0].attr] if x.promote_read else 0),
-               v["pread_hash"] == (x.promote_read[1][0].hash if x.promote_read else 0),
+               v["origin"] == (d[1] if d else 0), v["owner"] == (s.owner if o is not None else 0),
                v["owned"] == (o is not None), v["rpcn"] == len(s.rpc), v["ncur"] == (len(p.cursors) if p else 0),
                v["nmsg"] == len(s.msgs), v["consumed"] == s.consumed, v["acked_md"] == s.acked_md,
                v["zk"] == s.zk_writes,
                *[v[f"b_{k}"] == s.budget[k] for k in BUDGETS]]
+        for b, x in enumerate(s.brokers):
+            out += [v[f"up{b}"] == x.up, v[f"active{b}"] == CLUSTER[x.active], v[f"epoch{b}"] == x.epoch,
+                    v[f"orch{b}"] == x.orchestrator, v[f"pread{b}"] == (x.promote_read[0] if x.promote_read else -1),
+                    v[f"pread_attr{b}"] == (CLUSTER[x.promote_read[1][0].attr] if x.promote_read else 0),
+                    v[f"pread_hash{b}"] == (x.promote_read[1][0].hash if x.promote_read else 0)]
         assert "new" in s.alive and "new" not in s.closed and (p is None or len(p.cursors) <= 2)
         assert len(s.rpc) <= RPCS and len(s.ml) <= self.ml and len(s.msgs) <= self.msgs
         if o is None:
@@ -720,7 +767,8 @@ def disagreements(model, pairs, transitions_of=None) -> list[str]:
     return Pip477Steps(model.config).disagreements(model, pairs, transitions_of)
 
 
-PRESETS = ("legacy", "cursor", "cleanup", "close", "close-restart", "sub-property", "rollback", "old-down")
+PRESETS = ("default", "legacy", "restart", "cursor", "cleanup", "close", "close-restart", "sub-property", "rollback",
+           "old-down")
 # the findings shown with their property checked on its own are checked so up to this length: the third, I2 at
 # ``close`` in 22 steps, had not been found after 15 minutes
 ALONE = 17

@@ -582,10 +582,11 @@ def test_a_drifted_pip473_step_encoding_is_caught():
     assert pairs and steps.disagreements(model, pairs[:5], drifted)
 
 
-# the findings at one broker (as written, each with the property the explorer finds it by) and the mutants
-# whose property breaks at one broker: CI compares these lengths
-PIP477_CI = (("as-written", "legacy", "I2"), ("as-written", "cursor", "I11"), ("as-written", "cleanup", "I12"),
-             ("as-written", "sub-property", "I16"), ("as-written", "close-restart", "I6"),
+# the findings without putSchema (as written, each with the property the explorer finds it by) and the mutants
+# whose property breaks there: CI compares these lengths
+PIP477_CI = (("as-written", "legacy", "I2"), ("as-written", "restart", "I6"), ("as-written", "cursor", "I11"),
+             ("as-written", "cleanup", "I12"), ("as-written", "sub-property", "I16"),
+             ("as-written", "close-restart", "I6"), ("mutant:every-broker-orchestrates", "default", "I14"),
              ("mutant:stamp-after-create", "cursor", "I1"), ("mutant:resolve-per-entry", "legacy", "I4"),
              ("mutant:promote-clears-cursor-props", "cleanup", "I9"), ("mutant:promote-resets-hash", "cleanup", "I10"),
              ("mutant:rollback-resets-hash", "rollback", "rollback-keeps-business-znodes"))
@@ -597,7 +598,7 @@ def z477_lengths(variant: str, preset: str, props: set, k: int, alone: bool = Fa
 
 
 def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_lengths():
-    """At one broker: each finding's property, and each mutant's, is broken first at the explorer's
+    """Without putSchema: each finding's property, and each mutant's, is broken first at the explorer's
     length (so those step formulas can fail), and so are the findings shown with their property
     checked on its own (``alone``) whose runs have up to ``z477.ALONE`` steps. Nightly also: every
     property the explorer reports at those bounds, and the obligations' whole verdicts."""
@@ -621,6 +622,7 @@ def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_l
 
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from([(v, p) for v in ("as-written", "all-fixes") for p in z477.PRESETS] +
+                       [("mutant:every-broker-orchestrates", "default")] +
                        [(v, "cleanup") for v in ("fallback-to-source-cluster", "recover-from-directive",
                                                  "promote-built-only", "promote-cursor-at-copied-lac",
                                                  "single-cas-status-flip", "create-reads-directive",
