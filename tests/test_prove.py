@@ -46,7 +46,6 @@ def test_obligation_verdicts():
         **({("pip-473", "steps-bounded-default", ("as-written",)): VIOLATED,
             ("pip-473", "steps-bounded-default", ("all-fixes",)): PROVED,
             ("pip-473", "steps-bounded-faults", ("as-written",)): VIOLATED,
-            ("pip-473", "steps-bounded-faults", ("all-fixes",)): PROVED,
             ("pip-477", "steps-bounded-cleanup", ("as-written",)): VIOLATED,
             ("pip-477", "steps-bounded-cleanup", ("all-fixes",)): PROVED} if NIGHTLY else {}),
         ("pip-468", "create-covers-each-hash-once", ("as-written",)): PROVED,
