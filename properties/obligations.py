@@ -228,6 +228,16 @@ class StateVars:
     def __getitem__(self, name):
         return self.vars[name]
 
+    def select(self, fmt: str, index, choices, default=0):
+        """``self[fmt.format(i)]`` for the ``i`` of ``choices`` equal to ``index`` (a symbolic index
+        into an array of variables), ``default`` for none."""
+        if isinstance(index, int):
+            return self[fmt.format(index)] if index in choices else default
+        out = default
+        for i in reversed(choices):
+            out = z3.If(index == i, self[fmt.format(i)], out)
+        return out
+
 
 def same(v: StateVars, w: StateVars, changes: dict) -> z3.BoolRef:
     """``w`` is ``v`` with ``changes`` (name -> new value) made."""
@@ -254,16 +264,17 @@ class StepEncoding:
     properties: tuple = ()
     liveness: tuple = ()
     fair: tuple = ()
+    invariants: tuple = ()  # the state invariants that can fail, each stated by ``invariant(prop, v)``
 
     def transitions(self, v, w) -> dict:
         """Action label -> formula from ``v`` to ``w``."""
         return {label: z3.And(guard, same(v, w, changes)) for label, (guard, changes) in self.actions(v).items()}
 
     def expandable(self, v, among=None):
-        """What a state satisfies for a run to go on from it: every state, unless a subclass says
-        otherwise (the explorer expands no state that breaks an invariant it checks: those in
-        ``among``, or all)."""
-        return z3.BoolVal(True)
+        """What a state satisfies for a run to go on from it: the explorer expands no state that
+        breaks an invariant it checks (those in ``among``, or all), so neither does a run here."""
+        checked = [self.invariant(p, v) for p in self.invariants if among is None or p in among]
+        return z3.And(*checked) if checked else z3.BoolVal(True)
 
     def check(self, k: int, only=None, lassos: int | None = None, alone: bool = False) -> dict:
         """Each property's (or those in ``only``) shortest breaking run of up to ``k`` steps (for

@@ -46,6 +46,7 @@ class Pip473Steps(StepEncoding):
                   "dispatch-decisions-agree", "acks-only-from-committed", "committed-acks-not-lost",
                   "no-write-after-end")
     liveness = ("end-txn-completes", "finalized-txns-collected", "committed-entries-delivered")
+    invariants = INVARIANTS
 
     def __init__(self, config):
         from invariants.pip473 import SYSTEM  # which steps are weakly fair: the model's statement of it
@@ -121,10 +122,7 @@ class Pip473Steps(StepEncoding):
         return z3.If(z3.And(v["bw"] != -1, pinned), z3.If(v["bw"] - 1 < lac, v["bw"] - 1, lac), lac)
 
     def entry(self, v, index):
-        out = z3.IntVal(0)
-        for i in reversed(range(self.size)):
-            out = z3.If(index == i, v[f"entry{i}"], out)
-        return out
+        return v.select("entry{}", index, range(self.size), z3.IntVal(0))
 
     def appended(self, v, txn) -> dict:
         return {"n": v["n"] + 1, **{f"entry{i}": z3.If(v["n"] == i, txn, v[f"entry{i}"]) for i in range(self.size)}}
@@ -196,7 +194,7 @@ class Pip473Steps(StepEncoding):
         read = v["read"]
         txn = self.entry(v, read)
         status = z3.If(v["aborted"], ABORTED, z3.If(v["bh"] != 0, v["bh"], h))
-        acked = self.at_read(v, "acked")
+        acked = v.select("acked{}", read, range(self.size), z3.BoolVal(False))
         out["skip_acked"] = (z3.And(up, read < v["n"], acked), {"read": read + 1})
         passes = z3.And(up, read < v["n"], z3.Not(acked), read <= self.max_read_position(v))
         if "open-entry-barrier" in fixes:
@@ -231,12 +229,6 @@ class Pip473Steps(StepEncoding):
             trimmed = z3.And(v["op"], v["opos"] == v["first"]) if "keep-decisions-with-data" in fixes else False
             out["trim"] = (z3.And(v["first"] < v["n"], read > v["first"]), {
                 "first": v["first"] + 1, **{k: z3.If(trimmed, x, v[k]) for k, x in self.delete_op(v).items()}})
-        return out
-
-    def at_read(self, v, prefix: str):
-        out = z3.BoolVal(False)
-        for i in reversed(range(self.size)):
-            out = z3.If(v["read"] == i, v[f"{prefix}{i}"], out)
         return out
 
     def ack_actions(self, v) -> dict:
@@ -343,10 +335,6 @@ class Pip473Steps(StepEncoding):
         start = z3.If(v["read"] > v["first"], v["read"], v["first"])
         return z3.And(v["decided"] == COMMITTED, z3.Or(False, *[
             z3.And(start <= i, i < v["n"], v[f"entry{i}"] != 0) for i in range(self.size)]))
-
-    def expandable(self, v, among=None):
-        """The explorer expands no state that breaks an invariant it checks, so neither does a run here."""
-        return z3.And(*[self.invariant(p, v) for p in INVARIANTS if among is None or p in among])
 
     # -- agreement with the Python model ---------------------------------------------------------
     def concrete(self, v, s) -> z3.BoolRef:

@@ -48,6 +48,7 @@ SECTION = ("PIP-477 Switch Phases 1-7 (BUILD, PROMOTE, CLEANUP, ROLLBACK), Write
 
 class Pip477Steps(StepEncoding):
     properties = INVARIANTS + ACTIONS
+    invariants = INVARIANTS
 
     def __init__(self, config):
         if config.put_schema:
@@ -122,29 +123,19 @@ class Pip477Steps(StepEncoding):
         return z3.And(*out)
 
     # -- helpers over symbolic ledger ids and clusters ---------------------------------------------
-    @staticmethod
-    def at(v, fmt: str, index, choices, default=0):
-        """``v[fmt.format(i)]`` for the ``i`` of ``choices`` equal to ``index``."""
-        if isinstance(index, int):
-            return v[fmt.format(index)] if index in choices else default
-        out = default
-        for i in reversed(choices):
-            out = z3.If(index == i, v[fmt.format(i)], out)
-        return out
-
     def has(self, v, c, lid):
-        return z3.Or(z3.And(c == OLD, self.at(v, "has1_{}", lid, IDS, False)),
-                     z3.And(c == NEW, self.at(v, "has2_{}", lid, IDS, False)))
+        return z3.Or(z3.And(c == OLD, v.select("has1_{}", lid, IDS, False)),
+                     z3.And(c == NEW, v.select("has2_{}", lid, IDS, False)))
 
     def length(self, v, c, lid):
-        return z3.If(c == OLD, self.at(v, "n1_{}", lid, IDS), self.at(v, "n2_{}", lid, IDS))
+        return z3.If(c == OLD, v.select("n1_{}", lid, IDS), v.select("n2_{}", lid, IDS))
 
     def last_entry(self, v, c, lid):
         n = self.length(v, c, lid)
         out = z3.IntVal(0)
         for j in reversed(range(ENTRIES)):
-            out = z3.If(n - 1 == j, z3.If(c == OLD, self.at(v, f"e1_{{}}_{j}", lid, IDS),
-                                          self.at(v, f"e2_{{}}_{j}", lid, IDS)), out)
+            out = z3.If(n - 1 == j, z3.If(c == OLD, v.select(f"e1_{{}}_{j}", lid, IDS),
+                                          v.select(f"e2_{{}}_{j}", lid, IDS)), out)
         return out
 
     @staticmethod
@@ -159,7 +150,7 @@ class Pip477Steps(StepEncoding):
 
     def of(self, v, name: str, b):
         """Broker ``b``'s variable ``name`` (``b`` may be symbolic: the owner)."""
-        return self.at(v, name + "{}", b, self.brokers)
+        return v.select(name + "{}", b, self.brokers)
 
     def resolve(self, v, attr, b):
         """``resolve(LedgerInfo)`` on broker ``b``: the stamp, else the legacy fallback."""
@@ -181,7 +172,7 @@ class Pip477Steps(StepEncoding):
         return z3.And(lid != 0, self.reachable(v, c), self.has(v, c, lid))
 
     def ml_last(self, v, prefix="ml"):
-        return self.at(v, prefix + "{}", v["mln"] - 1, tuple(range(self.ml)))
+        return v.select(prefix + "{}", v["mln"] - 1, tuple(range(self.ml)))
 
     def ml_attr(self, v, lid):
         """The stamp of ledger ``lid`` in the topic's ledger list."""
@@ -200,9 +191,9 @@ class Pip477Steps(StepEncoding):
 
     def homes(self, v, c, lid):
         """Whether ``c`` is a home of ``lid``: its idgen created it, or (new) PROMOTE re-stamped it."""
-        alloc = self.at(v, "alloc1_{}", lid, IDS, False) if c == OLD else self.at(v, "alloc2_{}", lid, IDS, False)
+        alloc = v.select("alloc1_{}", lid, IDS, False) if c == OLD else v.select("alloc2_{}", lid, IDS, False)
         if c == NEW:
-            alloc = z3.Or(alloc, z3.And(v["phase"] != 0, self.at(v, "promoted{}", lid, IDS, False)))
+            alloc = z3.Or(alloc, z3.And(v["phase"] != 0, v.select("promoted{}", lid, IDS, False)))
         return alloc
 
     def on_live_cluster(self, v, lid, entries=1):
@@ -413,7 +404,7 @@ class Pip477Steps(StepEncoding):
             out[f"promote_cursor_send({b},{lid})"] = (z3.And(building, listed, z3.Not(v[f"sent{lid}"]),
                                                            v["rpcn"] < RPCS),
                                                     {f"sent{lid}": True, **self.enqueue(v, lid, NEW)})
-        unsent = z3.Or(*[z3.And(i < v["ncur"], z3.Not(self.at(v, "sent{}", x, IDS, True))) for i, x in cursors])
+        unsent = z3.Or(*[z3.And(i < v["ncur"], z3.Not(v.select("sent{}", x, IDS, True))) for i, x in cursors])
         pending = z3.Or(schema_built_old, unsent, v["rpcn"] > 0)
         no_candidates = z3.And(*[z3.Not(self.candidate(v, lid, kind)) for lid, kind in kinds])
         ready = z3.And(building, no_candidates, z3.Not(pending), v[f"pread{b}"] == -1)
@@ -491,7 +482,7 @@ class Pip477Steps(StepEncoding):
     # -- traffic (traffic.py) ---------------------------------------------------------------------
     def next_message(self, v):
         """(whether there is one, its ledger, the entries before it in that ledger)."""
-        lid = self.at(v, "msg{}", v["consumed"], tuple(range(self.msgs)))
+        lid = v.select("msg{}", v["consumed"], tuple(range(self.msgs)))
         there = z3.And(v["consumed"] < v["nmsg"], self.in_ml(v, lid))
         return there, lid, self.msg_count(v, lid, v["consumed"])
 
@@ -682,10 +673,6 @@ class Pip477Steps(StepEncoding):
                             *[w[f"{p}{i}"] != v[f"{p}{i}"] for p in ("ml", "mla") for i in range(self.ml)])
             return z3.And(v["phase"] == ROLLBACK, changed)
         return z3.BoolVal(False)
-
-    def expandable(self, v, among=None):
-        """The explorer expands no state that breaks an invariant it checks, so neither does a run here."""
-        return z3.And(*[self.invariant(p, v) for p in INVARIANTS if among is None or p in among])
 
     # -- agreement with the Python model ---------------------------------------------------------
     def concrete(self, v, s) -> z3.BoolRef:

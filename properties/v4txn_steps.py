@@ -260,10 +260,7 @@ class Vars(StateVars):
 
     def at(self, prefix: str, index):
         """``prefix{index}`` for a symbolic index into the log (0 beyond it)."""
-        out = z3.IntVal(0)
-        for i in reversed(range(self.steps.size)):
-            out = z3.If(index == i, self[f"{prefix}{i}"], out)
-        return out
+        return self.select(prefix + "{}", index, range(self.steps.size), z3.IntVal(0))
 
     def holds_txn_entry(self):
         return z3.Or(False, *[z3.And(self[f"kind{i}"] == D, self[f"txn{i}"] != 0) for i in range(self.steps.size)])

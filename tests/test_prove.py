@@ -390,6 +390,22 @@ V4_VARIANTS = ("as-written", "off-segment-markers", "mutant:deliver-aborted", "m
                "mutant:end-any-state")
 
 
+def found_lengths(found: dict) -> dict:
+    """The length of each breaking run (or lasso) a step-for-step check found, by property."""
+    return {p: len(run[0]) for p, run in found.items() if run is not None}
+
+
+def drifted_step(steps, label: str, edit):
+    """``steps``' transition formulas with ``label``'s changes edited by ``edit(v, changes)`` (a
+    deliberately drifted encoding, for the agreement check to catch)."""
+    def transitions(v, w):
+        t = steps.transitions(v, w)
+        guard, changes = steps.actions(v)[label]
+        t[label] = z3.And(guard, same(v, w, edit(v, changes)))
+        return t
+    return transitions
+
+
 def lengths_found_step_for_step(name: str, variant: str, preset: str, covered: dict):
     """The explorer's violations at ``preset``, and the shortest breaking runs of the step-for-step
     encoding within the explorer's depth plus one, by property (lengths)."""
@@ -397,7 +413,7 @@ def lengths_found_step_for_step(name: str, variant: str, preset: str, covered: d
     result, _ = explore(model)
     assert result.depth <= covered[preset] or variant not in z373.VARIANTS + zv4.VARIANTS  # the obligations' k
     found = zv4.encoding(name, variant, preset).check(result.depth + 1)
-    lengths = {p: len(run[0]) for p, run in found.items() if run is not None}
+    lengths = found_lengths(found)
     return {v.prop.id: v.length for v in result.violations}, lengths
 
 
@@ -441,12 +457,8 @@ def test_step_formulas_agree_with_the_v4_model(case, pick):
 def test_a_drifted_pip373_step_encoding_is_caught():
     model, states = explored("pip-373", "as-written", "default")
     steps = zv4.encoding("pip-373", "as-written", "default")
-
-    def drifted(v, w):  # a crash that keeps the dispatcher's read position
-        t = steps.transitions(v, w)
-        guard, changes = steps.actions(v)["crash"]
-        t["crash"] = z3.And(guard, same(v, w, {**changes, "read": v["read"]}))
-        return t
+    # a crash that keeps the dispatcher's read position
+    drifted = drifted_step(steps, "crash", lambda v, changes: {**changes, "read": v["read"]})
     pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "crash" and s.subs[0].read]
     assert pairs and steps.disagreements(model, pairs[:5], drifted)
 
@@ -478,6 +490,15 @@ def verdict_lengths(verdict) -> dict:
     return {p: int(n) for p, n in re.findall(r"([\w-]+) in (\d+) steps?", verdict.detail)}
 
 
+def assert_obligations_have_the_explorers_lengths(name: str, cases: dict):
+    """Each ``steps-bounded-<preset>`` obligation's whole verdict (``cases``: preset -> (variants,
+    the explorer's depth)) breaks the properties the explorer reports, with its lengths."""
+    for preset, (variants, depth) in cases.items():
+        for variant in variants:
+            verdict = run_all()[(name, f"steps-bounded-{preset}", (variant,))]
+            assert verdict_lengths(verdict) == explorer_lengths(name, variant, preset, depth), (variant, preset)
+
+
 def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_lengths():
     """As written, at the findings' bounds: the shortest run (or lasso) breaking each property the
     explorer reports broken has the explorer's length; each finding is among them. (The whole
@@ -491,7 +512,7 @@ def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_l
                 lengths = verdict_lengths(run_all()[("pip-468", f"steps-bounded-{preset}", (variant,))])
             else:
                 found = z468.encoding(variant, preset).check(depth + 1, only=set(explorer))
-                lengths = {p: len(run[0]) for p, run in found.items() if run is not None}
+                lengths = found_lengths(found)
             assert lengths == explorer, (variant, preset)
             if variant == "as-written":
                 assert all(lengths[f["property"]] == f["length"] for f in findings if f["bounds"] == preset)
@@ -504,7 +525,7 @@ def test_step_for_step_pip468_checking_finds_each_mutants_violations_with_their_
     for variant in ("mutant:cas-before-terminate", "mutant:cas-before-create"):
         explorer = explorer_lengths("pip-468", variant, "default")
         found = z468.encoding(variant, "default").check(max(explorer.values()), only=set(explorer))
-        assert {p: len(run[0]) for p, run in found.items() if run is not None} == explorer, variant
+        assert found_lengths(found) == explorer, variant
 
 
 @settings(max_examples=30, deadline=None)
@@ -518,12 +539,9 @@ def test_step_formulas_agree_with_the_pip468_model(case, pick):
 def test_a_drifted_pip468_step_encoding_is_caught():
     model, states = explored("pip-468", "as-written", "new-sub")
     steps = z468.Pip468Steps(model.config)
-
-    def drifted(v, w):  # a split that discovers no subscriptions (its children get no cursors)
-        t = steps.transitions(v, w)
-        guard, changes = steps.actions(v)["discover(0)"]
-        t["discover(0)"] = z3.And(guard, same(v, w, {**changes, **{f"osub0_{s}": False for s in steps.subs}}))
-        return t
+    # a split that discovers no subscriptions (its children get no cursors)
+    drifted = drifted_step(steps, "discover(0)",
+                           lambda v, changes: {**changes, **{f"osub0_{s}": False for s in steps.subs}})
     pairs = [(s, a, t) for s in states for a, t in model.successors(s)
              if steps.label(a) == "discover(0)" and s.topics[0].cursors]
     assert pairs and steps.disagreements(model, pairs[:5], drifted)
@@ -548,13 +566,11 @@ def test_step_for_step_pip473_checking_finds_the_explorers_findings_with_their_l
     for variant, preset in PIP473_CI:
         explorer = explorer_lengths("pip-473", variant, preset)
         found = z473.encoding(variant, preset).check(max(explorer.values()), only=set(explorer))
-        assert {p: len(run[0]) for p, run in found.items() if run is not None} == explorer, (variant, preset)
+        assert found_lengths(found) == explorer, (variant, preset)
         if variant == "as-written":
             assert all(explorer[f["property"]] == f["length"] for f in findings if f["bounds"] == preset)
-    for preset, (variants, depth) in z473.CASES.items() if NIGHTLY else ():
-        for variant in variants:
-            verdict = run_all()[("pip-473", f"steps-bounded-{preset}", (variant,))]
-            assert verdict_lengths(verdict) == explorer_lengths("pip-473", variant, preset, depth), (variant, preset)
+    if NIGHTLY:
+        assert_obligations_have_the_explorers_lengths("pip-473", z473.CASES)
 
 
 @settings(max_examples=30, deadline=None)
@@ -570,12 +586,8 @@ def test_step_formulas_agree_with_the_pip473_model(case, pick):
 def test_a_drifted_pip473_step_encoding_is_caught():
     model, states = explored("pip-473", "as-written", "default")
     steps = z473.Pip473Steps(model.config)
-
-    def drifted(v, w):  # a CAS whose header watch never fires (the buffer keeps its OPEN entry)
-        t = steps.transitions(v, w)
-        guard, changes = steps.actions(v)["tc_cas(client)"]
-        t["tc_cas(client)"] = z3.And(guard, same(v, w, {**changes, "pend_hdr": v["pend_hdr"]}))
-        return t
+    # a CAS whose header watch never fires (the buffer keeps its OPEN entry)
+    drifted = drifted_step(steps, "tc_cas(client)", lambda v, changes: {**changes, "pend_hdr": v["pend_hdr"]})
     pairs = [(s, a, t) for s in states for a, t in model.successors(s)
              if steps.label(a) == "tc_cas(client)" and s.buffers[0].hdr]
     assert pairs and steps.disagreements(model, pairs[:5], drifted)
@@ -592,8 +604,7 @@ PIP477_CI = (("as-written", "legacy", "I2"), ("as-written", "restart", "I6"), ("
 
 
 def z477_lengths(variant: str, preset: str, props: set, k: int, alone: bool = False) -> dict:
-    found = z477.encoding(variant, preset).check(k, only=props, alone=alone)
-    return {p: len(run[0]) for p, run in found.items() if run is not None}
+    return found_lengths(z477.encoding(variant, preset).check(k, only=props, alone=alone))
 
 
 def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_lengths():
@@ -609,10 +620,8 @@ def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_l
         props = set(explorer) if NIGHTLY else {prop}
         lengths = z477_lengths(variant, preset, props, max(explorer[p] for p in props))
         assert lengths == {p: explorer[p] for p in props}, (variant, preset)
-    for preset, (variants, depth) in z477.CASES.items() if NIGHTLY else ():
-        for variant in variants:
-            verdict = run_all()[("pip-477", f"steps-bounded-{preset}", (variant,))]
-            assert verdict_lengths(verdict) == explorer_lengths("pip-477", variant, preset, depth), (variant, preset)
+    if NIGHTLY:
+        assert_obligations_have_the_explorers_lengths("pip-477", z477.CASES)
     for f in findings:
         if f.alone and f.length <= z477.ALONE:
             assert shortest(f)[1].length == f.length
@@ -635,11 +644,7 @@ def test_step_formulas_agree_with_the_pip477_model(case, pick):
 def test_a_drifted_pip477_step_encoding_is_caught():
     model, states = explored("pip-477", "as-written", "cursor")
     steps = z477.Pip477Steps(model.config)
-
-    def drifted(v, w):  # BUILD that copies the ledger under its id but drops its last entry
-        t = steps.transitions(v, w)
-        guard, changes = steps.actions(v)["build(0,cursor,2)"]
-        t["build(0,cursor,2)"] = z3.And(guard, same(v, w, {**changes, "n2_2": changes["n2_2"] - 1}))
-        return t
+    # BUILD that copies the ledger under its id but drops its last entry
+    drifted = drifted_step(steps, "build(0,cursor,2)", lambda v, changes: {**changes, "n2_2": changes["n2_2"] - 1})
     pairs = [(s, a, t) for s in states for a, t in model.successors(s) if steps.label(a) == "build(0,cursor,2)"]
     assert pairs and steps.disagreements(model, pairs[:5], drifted)
