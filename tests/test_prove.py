@@ -593,14 +593,16 @@ def test_a_drifted_pip473_step_encoding_is_caught():
     assert pairs and steps.disagreements(model, pairs[:5], drifted)
 
 
-# the findings without putSchema (as written, each with the property the explorer finds it by) and the mutants
-# whose property breaks there: CI compares these lengths
-PIP477_CI = (("as-written", "legacy", "I2"), ("as-written", "restart", "I6"), ("as-written", "cursor", "I11"),
+# the findings (as written, each with the property the explorer finds it by) and the mutants whose property
+# breaks there: CI compares these lengths
+PIP477_CI = (("as-written", "legacy", "I2"), ("as-written", "restart", "I6"), ("as-written", "schema", "I2"),
+             ("as-written", "cursor", "I11"),
              ("as-written", "cleanup", "I12"), ("as-written", "sub-property", "I16"),
              ("as-written", "close-restart", "I6"), ("mutant:every-broker-orchestrates", "default", "I14"),
              ("mutant:stamp-after-create", "cursor", "I1"), ("mutant:resolve-per-entry", "legacy", "I4"),
              ("mutant:promote-clears-cursor-props", "cleanup", "I9"), ("mutant:promote-resets-hash", "cleanup", "I10"),
-             ("mutant:rollback-resets-hash", "rollback", "rollback-keeps-business-znodes"))
+             ("mutant:rollback-resets-hash", "rollback", "rollback-keeps-business-znodes"),
+             ("mutant:blind-schema-promote", "schema", "I3"))
 
 
 def z477_lengths(variant: str, preset: str, props: set, k: int, alone: bool = False) -> dict:
@@ -608,10 +610,10 @@ def z477_lengths(variant: str, preset: str, props: set, k: int, alone: bool = Fa
 
 
 def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_lengths():
-    """Without putSchema: each finding's property, and each mutant's, is broken first at the explorer's
-    length (so those step formulas can fail), and so are the findings shown with their property
-    checked on its own (``alone``) whose runs have up to ``z477.ALONE`` steps. Nightly also: every
-    property the explorer reports at those bounds, and the obligations' whole verdicts."""
+    """Each finding's property, and each mutant's, is broken first at the explorer's length (so
+    those step formulas can fail), and so are the findings shown with their property checked on
+    its own (``alone``) whose runs have up to ``z477.ALONE`` steps. Nightly also: every property
+    the explorer reports at those bounds, and the obligations' whole verdicts."""
     findings = [f for f in catalogue("pip-477") if f.bounds in z477.PRESETS]
     assert {(f.bounds, f.property) for f in findings if not f.alone} <= {
         (preset, prop) for variant, preset, prop in PIP477_CI if variant == "as-written"}
@@ -630,7 +632,7 @@ def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_l
 
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from([(v, p) for v in ("as-written", "all-fixes") for p in z477.PRESETS] +
-                       [("mutant:every-broker-orchestrates", "default")] +
+                       [("mutant:every-broker-orchestrates", "default"), ("mutant:blind-schema-promote", "schema")] +
                        [(v, "cleanup") for v in ("fallback-to-source-cluster", "recover-from-directive",
                                                  "promote-built-only", "promote-cursor-at-copied-lac",
                                                  "single-cas-status-flip", "create-reads-directive",
