@@ -1,5 +1,6 @@
 """Bounded model checking of PIP-468 step for step, at the bounds of one segment, one split, one
-key and no stream consumers (presets ``default``, ``new-sub``, ``failover``): each action of
+key and at most one stream consumer (presets ``default``, ``new-sub``, ``failover``,
+``consumer-failover``, ``stream-order``): each action of
 ``models/pip468`` is one transition formula, its guard and its effect, over the whole state, so a
 run here has the explorer's length and breaks the same properties.
 
@@ -9,10 +10,15 @@ store's, each controller's, the producer's DAG view). The split's parent is 0 an
 and 2 ("Split Protocol": child ids from ``nextSegmentId``), on every controller. A topic is its
 existence, entries (message ids; key 0 routes by hash 0x0000 to segment 0, then 1), termination and
 a cursor per subscription. ``layout-valid`` and ``epoch-increases`` hold of both layouts by
-construction (``properties/layout.py`` proves a split keeps the partition for every layout); the
-consumer properties (``per-key-order``, the assignment and session ones) are about stream
-consumers, which these bounds have none of. ``writable-coverage`` and ``acked-delivered`` are
-checked for lassos under weak fairness, as in ``v4txn_steps``. A run stops at a state that breaks
+construction (``properties/layout.py`` proves a split keeps the partition for every layout).
+
+The stream consumer ``c1`` (of subscription ``s0``) has its broker connection, the assignment it
+acts on and one pushed to it; an assignment is one of ``()``, ``(0,)`` and ``(1, 2)``: with one
+consumer, round-robin gives it every active segment. Each controller's coordinator holds whether
+``c1`` is a member, connected, timed, and its assignment; the store its registration; the
+session is a ghost. ``assignment-exclusive`` holds by construction with one consumer.
+``writable-coverage``, ``acked-delivered`` and ``assignment-complete`` are checked for lassos
+under weak fairness, as in ``v4txn_steps``. A run stops at a state that breaks
 an invariant, as the explorer expands no such state (past the ``no-message-loss`` violation at
 ``new-sub`` a lasso breaking ``acked-delivered`` exists, outside the graph the explorer checks).
 The checks take minutes, so the obligations run in ``prove`` and nightly.
@@ -31,9 +37,12 @@ SECTION = ("PIP-468 Split Protocol 1-5 and 'Why this ordering matters'; Leader E
            "redirected'")
 # the findings' bounds, the variants checked there, and the explorer's depth there (op-intent's check at
 # failover, up to 19 steps, had not finished after 25 minutes: it is left out)
-CASES = {"new-sub": (("as-written", "subs-in-metadata"), 14), "failover": (("as-written",), 14)}
+CASES = {"new-sub": (("as-written", "subs-in-metadata"), 14), "failover": (("as-written",), 14),
+         "consumer-failover": (("as-written",), 18)}
 LIVENESS = ("writable-coverage", "acked-delivered")
 INVARIANTS = ("one-writable-segment", "no-message-loss")  # the state invariants that can fail here
+ASSIGNMENT = {(): 0, (0,): 1, (1, 2): 2}  # what round-robin gives one consumer: nothing, the parent, the children
+CONSUMER_PROPERTIES = ("per-key-order", "assignment-exclusive", "reconnect-keeps-assignment", "sessions-durable")
 
 
 class Pip468Steps(StepEncoding):
@@ -45,8 +54,8 @@ class Pip468Steps(StepEncoding):
             "learn_deposed", "notify", "terminate")
 
     def __init__(self, config):
-        if (config.segments, config.splits, config.merges, config.keys, config.consumers) != (1, 1, 0, 1, 0):
-            raise ValueError("the step-for-step encoding covers one segment, one split, one key, no stream consumers")
+        if (config.segments, config.splits, config.merges, config.keys) != (1, 1, 0, 1) or config.consumers > 1:
+            raise ValueError("the step-for-step encoding covers one segment, one split, one key, one stream consumer")
         if config.variant == "mutant:stale-epoch":
             raise ValueError("the step-for-step encoding has no layout epochs")
         v = config.variant
@@ -64,6 +73,13 @@ class Pip468Steps(StepEncoding):
         self.msgs = tuple(range(1, config.msgs + 1))
         self.failovers = config.failovers
         self.watches = "leader-watches-layout" in self.fixes and config.failovers > 0
+        self.consumer = config.consumers == 1
+        self.disconnects = config.disconnects
+        if self.consumer:
+            self.properties = self.properties + CONSUMER_PROPERTIES
+            self.liveness = LIVENESS + ("assignment-complete",)
+            self.invariants = INVARIANTS + ("assignment-exclusive", "sessions-durable")
+            self.fair = self.fair + ("connect", "grace_expire", "receive_assignment")
 
     # -- the state -------------------------------------------------------------------------------
     def vars(self, tag: str) -> StateVars:
@@ -81,6 +97,9 @@ class Pip468Steps(StepEncoding):
         for j in self.msgs:
             ints += [f"aseg{j}", f"apos{j}"]
             bools += [f"asub{j}_{s}" for s in self.subs] + [f"delivered{j}_{s}" for s in self.subs]
+        if self.consumer:
+            ints += ["reg", "at", "cview", "inbox", "disconnects"] + [f"assigned{b}" for b in self.brokers]
+            bools += ["sess"] + [f"{k}{b}" for k in ("member", "conn", "timer") for b in self.brokers]
         return StateVars(ints, bools, tag)
 
     def loaded(self, v, b) -> dict:
@@ -138,9 +157,103 @@ class Pip468Steps(StepEncoding):
                 entry = z3.IntVal(0)
                 for i in reversed(range(len(self.msgs))):
                     entry = z3.If(cursor == i, v[f"entry{seg}_{i}"], entry)
-                out[f"deliver({s},{seg})"] = (z3.And(cursor != -1, cursor < v[f"len{seg}"]), {
+                out[f"deliver({s},{seg})"] = (z3.And(cursor != -1, cursor < v[f"len{seg}"], self.readable(v, s, seg)), {
                     f"cursor{seg}_{s}": cursor + 1,
                     **{f"delivered{j}_{s}": z3.Or(v[f"delivered{j}_{s}"], entry == j) for j in self.msgs}})
+        if self.consumer:
+            out.update(self.consumer_actions(v))
+        return out
+
+    # -- the stream consumer and the coordinators (assignment.py, clients.py) ----------------------
+    def readable(self, v, sub: str, seg: int):
+        """A queue subscription reads every segment; the stream subscription a segment assigned to
+        the connected consumer (or an ancestor of one), once the segment's ancestors are drained."""
+        if not self.consumer or sub != "s0":
+            return z3.BoolVal(True)
+        connected = v["at"] != -1
+        if seg == 0:
+            return z3.And(connected, v["cview"] != 0)
+        drained = z3.Or(self.variant == "mutant:no-catch-up", v["cursor0_s0"] == -1, v["cursor0_s0"] >= v["len0"])
+        return z3.And(connected, v["cview"] == 2, drained)
+
+    @staticmethod
+    def round_robin(split, member):
+        """c1's share of the round-robin over a layout: every active segment, if it is a member."""
+        return z3.If(member, z3.If(split, 2, 1), 0)
+
+    def rebalance(self, v, b, split, member, assigned, connected, lock=None) -> dict:
+        """The coordinator on ``b`` recomputes the assignment against its layout (``split``) and
+        members, persists it and pushes it to ``c1`` if connected here and changed (the inputs as
+        the action leaves them); fenced-registrations: only while ``b`` holds the lock."""
+        new = self.round_robin(split, member)
+        push = z3.And(connected, v["at"] == b, new != assigned)
+        out = {"reg": new, f"assigned{b}": new, "inbox": z3.If(push, new, v["inbox"])}
+        if "fenced-registrations" in self.fixes:
+            kept = {"reg": v["reg"], f"assigned{b}": assigned, "inbox": v["inbox"]}
+            out = {k: z3.If((v["lock"] if lock is None else lock) == b, x, kept[k]) for k, x in out.items()}
+        return out
+
+    def coordinator(self, v, b, action: str) -> dict:
+        """What the controller action ``action`` on ``b`` does to its coordinator and ``c1``."""
+        if not self.consumer:
+            return {}
+        watches = "leader-watches-layout" in self.fixes
+        member, conn, assigned = v[f"member{b}"], v[f"conn{b}"], v[f"assigned{b}"]
+        if action == "elect":  # restore the registrations; the consumer still connected here stays so
+            member = v["reg"] != 0
+            live = z3.And(v["at"] == b, member)
+            out = {f"member{b}": member, f"conn{b}": live, f"timer{b}": z3.And(member, z3.Not(live)),
+                   f"assigned{b}": v["reg"]}
+            if watches:
+                out.update(self.rebalance(v, b, v["split"], member, v["reg"], live, lock=b))
+            return out
+        if action == "learn_deposed":
+            return {f"timer{b}": False}
+        if action == "crash":
+            here = v["at"] == b
+            return {f"member{b}": False, f"conn{b}": False, f"timer{b}": False, f"assigned{b}": 0,
+                    "at": z3.If(here, -1, v["at"]), "inbox": z3.If(here, 0, v["inbox"])}
+        if action == "layout_changed":
+            return self.rebalance(v, b, v["split"], member, assigned, conn)
+        if action == "cas_conflict":
+            if not watches:
+                return {}
+            return {k: z3.If(v[f"leader{b}"], x, v[k]) for k, x in
+                    self.rebalance(v, b, v["split"], member, assigned, conn).items()}
+        assert action == "notify"
+        return self.rebalance(v, b, v[f"csplit{b}"], member, assigned, conn)
+
+    def consumer_actions(self, v) -> dict:
+        """``c1`` connects to the leader, disconnects, receives a pushed assignment; grace timers expire."""
+        out, lock = {}, v["lock"]
+        connect = {"at": lock, "inbox": 0}
+        reg, view, joined = v["reg"], v["cview"], z3.BoolVal(False)
+        for b in reversed(self.brokers):
+            here, rejoin = lock == b, v[f"member{b}"]
+            new = self.round_robin(v[f"csplit{b}"], True)
+            kept = new if self.variant == "mutant:rebalance-on-reconnect" else v[f"assigned{b}"]
+            after = z3.If(rejoin, kept, new)
+            connect.update({f"member{b}": z3.Or(v[f"member{b}"], here), f"conn{b}": z3.Or(v[f"conn{b}"], here),
+                            f"timer{b}": z3.And(v[f"timer{b}"], z3.Not(z3.And(here, rejoin))),
+                            f"assigned{b}": z3.If(here, after, v[f"assigned{b}"])})
+            reg = z3.If(here, z3.If(rejoin, kept if self.variant == "mutant:rebalance-on-reconnect" else v["reg"],
+                                    new), reg)
+            view = z3.If(here, after, view)
+            joined = z3.Or(joined, z3.And(here, z3.Not(rejoin)))
+        connect.update({"reg": reg, "cview": view, "sess": z3.Or(v["sess"], joined)})
+        leads = z3.Or(*[z3.And(lock == b, v[f"leader{b}"]) for b in self.brokers])
+        out["connect(c1)"] = (z3.And(leads, v["at"] != lock), connect)
+        if self.disconnects:
+            drop = {"disconnects": v["disconnects"] + 1, "at": -1, "inbox": 0}
+            for b in self.brokers:
+                hit = z3.And(v["at"] == b, v[f"conn{b}"])
+                drop.update({f"conn{b}": z3.And(v[f"conn{b}"], z3.Not(hit)), f"timer{b}": z3.Or(v[f"timer{b}"], hit)})
+            out["disconnect(c1)"] = (z3.And(v["at"] != -1, v["disconnects"] < self.disconnects), drop)
+        out["receive_assignment(c1)"] = (v["inbox"] != 0, {"cview": v["inbox"], "inbox": 0})
+        for b in self.brokers:
+            evicted = self.rebalance(v, b, v[f"csplit{b}"], False, v[f"assigned{b}"], v[f"conn{b}"])
+            out[f"grace_expire({b},c1)"] = (z3.And(v[f"leader{b}"], v[f"timer{b}"]), {
+                **evicted, f"member{b}": False, f"timer{b}": False, "sess": z3.And(v["sess"], lock != b)})
         return out
 
     def subscribe(self, v, b, s) -> dict:
@@ -168,10 +281,12 @@ class Pip468Steps(StepEncoding):
             elect.update({f"step{b}": z3.If(resume, DISCOVER, step), f"progress{b}": z3.If(resume, 0, progress),
                           f"base{b}": z3.If(resume, v["version"], v[f"base{b}"]),
                           **{f"osub{b}_{s}": z3.And(z3.Not(resume), v[f"osub{b}_{s}"]) for s in self.subs}})
-        out[f"elect({b})"] = (z3.And(v["lock"] == -1, z3.Not(leader)), elect)
-        out[f"learn_deposed({b})"] = (z3.And(leader, v["lock"] != b), {f"leader{b}": False})
+        out[f"elect({b})"] = (z3.And(v["lock"] == -1, z3.Not(leader)), {**elect, **self.coordinator(v, b, "elect")})
+        out[f"learn_deposed({b})"] = (z3.And(leader, v["lock"] != b), {f"leader{b}": False,
+                                                                       **self.coordinator(v, b, "learn_deposed")})
         if self.watches:
-            out[f"layout_changed({b})"] = (z3.And(leader, v[f"cversion{b}"] != v["version"]), self.loaded(v, b))
+            out[f"layout_changed({b})"] = (z3.And(leader, v[f"cversion{b}"] != v["version"]),
+                                           {**self.loaded(v, b), **self.coordinator(v, b, "layout_changed")})
         if self.failovers:
             budget = v["failovers"] < self.failovers
             out[f"lose_session({b})"] = (z3.And(budget, v["lock"] == b), {"lock": -1,
@@ -179,7 +294,8 @@ class Pip468Steps(StepEncoding):
             out[f"crash({b})"] = (z3.And(budget, z3.Or(leader, step != NONE)), {
                 f"leader{b}": False, f"cversion{b}": -1, f"csplit{b}": False, f"step{b}": NONE, f"progress{b}": 0,
                 f"base{b}": 0, **{f"{k}{b}_{s}": False for k in ("csub", "osub") for s in self.subs},
-                "lock": z3.If(v["lock"] == b, -1, v["lock"]), "failovers": v["failovers"] + 1})
+                "lock": z3.If(v["lock"] == b, -1, v["lock"]), "failovers": v["failovers"] + 1,
+                **self.coordinator(v, b, "crash")})
         blocked = z3.And(intent, v["intent"]) if intent else z3.BoolVal(False)
         out[f"request_split({b})"] = (z3.And(leader, z3.Not(blocked), v["splits"] < 1, z3.Not(v[f"csplit{b}"])), {
             **self.fresh_op(v, b), "splits": v["splits"] + 1, **({"intent": True} if intent else {})})
@@ -210,9 +326,11 @@ class Pip468Steps(StepEncoding):
                     f"base{b}": z3.If(gone, 0, v["version"]), **{f"osub{b}_{s}": False for s in self.subs}}
         if intent:
             conflict["intent"] = z3.And(v["intent"], z3.Not(gone))
-        out[f"cas_conflict({b})"] = (z3.And(step == CAS, z3.Not(current)), conflict)
+        out[f"cas_conflict({b})"] = (z3.And(step == CAS, z3.Not(current)),
+                                     {**conflict, **self.coordinator(v, b, "cas_conflict")})
         out[f"notify({b})"] = (step == NOTIFY, {f"step{b}": NONE, f"progress{b}": 0, f"base{b}": 0,
-                                                **{f"osub{b}_{s}": False for s in self.subs}})
+                                                **{f"osub{b}_{s}": False for s in self.subs},
+                                                **self.coordinator(v, b, "notify")})
         return out
 
     # -- the properties --------------------------------------------------------------------------
@@ -225,11 +343,23 @@ class Pip468Steps(StepEncoding):
             missing = [z3.And(v[f"sub_{s}"], z3.If(target == 0, v[f"cursor0_{s}"], v[f"cursor1_{s}"]) == -1)
                        for s in self.subs]
             return z3.Or(z3.Not(self.topic(v, target, "exists")), *missing)
-        if prop in ("one-writable-segment", "no-message-loss"):  # invariants: checked on the state a step reaches
+        if prop in self.invariants:  # checked on the state a step reaches
             return z3.Not(self.invariant(prop, w))
+        if prop == "per-key-order" and self.msgs and label.startswith("deliver(s0,"):  # one key: none later first
+            seg = int(label[len("deliver(s0,"):-1])
+            cursor = v[f"cursor{seg}_s0"]
+            msg = z3.Sum(*[z3.If(cursor == i, v[f"entry{seg}_{i}"], 0) for i in range(len(self.msgs))])
+            return z3.Or(False, *[z3.And(msg < j, v[f"delivered{j}_s0"]) for j in self.msgs])
+        if prop == "reconnect-keeps-assignment" and label == "connect(c1)":
+            rejoin = z3.Or(*[z3.And(v["lock"] == b, v[f"member{b}"]) for b in self.brokers])
+            return z3.And(rejoin, w["reg"] != v["reg"])
         return z3.BoolVal(False)
 
     def invariant(self, prop: str, v):
+        if prop == "assignment-exclusive":  # one consumer: no segment is in two assignments
+            return z3.BoolVal(True)
+        if prop == "sessions-durable":
+            return z3.Implies(v["sess"], v["reg"] != 0)
         if prop == "one-writable-segment":
             writable = {seg: z3.And(v[f"exists{seg}"], z3.Not(v[f"terminated{seg}"])) for seg in SEGMENTS}
             bad = []
@@ -248,6 +378,10 @@ class Pip468Steps(StepEncoding):
 
     def stuck(self, prop: str, v):
         """The leads-to's trigger (its goal is the negation)."""
+        if prop == "assignment-complete":
+            acting = z3.If(v["inbox"] != 0, v["inbox"], v["cview"])
+            return z3.Or(z3.And(v["reg"] != 0, v["reg"] != z3.If(v["split"], 2, 1)),
+                         z3.And(v["at"] != -1, v["at"] == v["lock"], acting != v["reg"]))
         if prop == "writable-coverage":
             return z3.Or(z3.And(z3.Not(v["split"]), v["exists0"], v["terminated0"]),
                          *[z3.And(v["split"], v[f"exists{c}"], v[f"terminated{c}"]) for c in (1, 2)])
@@ -271,6 +405,11 @@ class Pip468Steps(StepEncoding):
         for j in self.msgs:
             out += [v[f"aseg{j}"] == 0, v[f"apos{j}"] == 0]
             out += [z3.Not(v[f"{k}{j}_{s}"]) for k in ("asub", "delivered") for s in self.subs]
+        if self.consumer:
+            out += [v["reg"] == 0, v["at"] == -1, v["cview"] == 0, v["inbox"] == 0, v["disconnects"] == 0,
+                    z3.Not(v["sess"])]
+            out += [v[f"assigned{b}"] == 0 for b in self.brokers]
+            out += [z3.Not(v[f"{k}{b}"]) for k in ("member", "conn", "timer") for b in self.brokers]
         return z3.And(*out)
 
     # -- the checks ------------------------------------------------------------------------------
@@ -302,6 +441,14 @@ class Pip468Steps(StepEncoding):
             out += [v[f"aseg{j}"] == (acked[2] if acked else 0), v[f"apos{j}"] == (acked[3] if acked else 0)]
             out += [v[f"asub{j}_{x}"] == bool(acked and x in acked[4]) for x in self.subs]
             out += [v[f"delivered{j}_{x}"] == (j in s.delivered.get(x, ())) for x in self.subs]
+        if self.consumer:
+            x = s.consumers[0]
+            out += [v["reg"] == ASSIGNMENT[s.registrations.get("c1", ())], v["sess"] == ("c1" in s.sessions),
+                    v["at"] == (-1 if x.broker is None else x.broker), v["cview"] == ASSIGNMENT[x.view],
+                    v["inbox"] == (0 if x.inbox is None else ASSIGNMENT[x.inbox]), v["disconnects"] == s.disconnects]
+            for b, c in enumerate(s.ctrls):
+                out += [v[f"assigned{b}"] == ASSIGNMENT[c.assigned.get("c1", ())], v[f"member{b}"] == ("c1" in c.members),
+                        v[f"conn{b}"] == ("c1" in c.connected), v[f"timer{b}"] == ("c1" in c.timers)]
         return z3.And(*out)
 
     @staticmethod
@@ -311,6 +458,8 @@ class Pip468Steps(StepEncoding):
             return f"deliver({p['sub']},{p['segment']})"
         if a.name == "create_subscription":
             return f"create_subscription({p['broker']},{p['sub']})"
+        if "consumer" in p:
+            return a.name + (f"({p['broker']},{p['consumer']})" if "broker" in p else f"({p['consumer']})")
         return a.name + (f"({p['broker']})" if "broker" in p else "")
 
 

@@ -13,7 +13,8 @@ from hypothesis import given, settings, strategies as st
 from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
 from properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, registry
-from properties import pip468_failover as zfo, pip468_sessions as zss, pip468_steps as z468, pip477_cursor as zc
+from properties import pip468_failover as zfo, pip468_layout_steps as z468l, pip468_sessions as zss
+from properties import pip468_steps as z468, pip477_cursor as zc
 from properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
 from properties import v4txn_steps as zv4
 from properties.obligations import PROVED, VIOLATED, same
@@ -505,13 +506,16 @@ def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_l
     verdicts, every property up to the explorer's depth plus one and the fixes, take minutes: they
     are compared in the nightly run.)"""
     findings = json.loads(open("findings/pip-468/index.json").read())
-    for preset, (variants, depth) in z468.CASES.items():
+    cases = [(z468, preset, variants, depth) for preset, (variants, depth) in z468.CASES.items()]
+    cases += [(z468l, preset, variants, depth) for preset, (variants, depth) in z468l.CASES.items()]
+    assert {f["bounds"] for f in findings} <= {preset for _, preset, _, _ in cases}
+    for module, preset, variants, depth in cases:
         for variant in variants if NIGHTLY else ("as-written",):
             explorer = explorer_lengths("pip-468", variant, preset, depth)
             if NIGHTLY:
                 lengths = verdict_lengths(run_all()[("pip-468", f"steps-bounded-{preset}", (variant,))])
             else:
-                found = z468.encoding(variant, preset).check(depth + 1, only=set(explorer))
+                found = module.encoding(variant, preset).check(depth + 1, only=set(explorer))
                 lengths = found_lengths(found)
             assert lengths == explorer, (variant, preset)
             if variant == "as-written":
@@ -521,19 +525,34 @@ def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_l
 def test_step_for_step_pip468_checking_finds_each_mutants_violations_with_their_lengths():
     """The split's steps out of order: the shortest runs breaking ``sealed-accepts-no-write``,
     ``one-writable-segment``, ``cursors-before-routing`` and ``no-message-loss`` have the explorer's
-    lengths, so each of those step formulas can fail."""
-    for variant in ("mutant:cas-before-terminate", "mutant:cas-before-create"):
-        explorer = explorer_lengths("pip-468", variant, "default")
-        found = z468.encoding(variant, "default").check(max(explorer.values()), only=set(explorer))
-        assert found_lengths(found) == explorer, variant
+    lengths; so do ``reconnect-keeps-assignment``'s (a reconnect that rebalances) and
+    ``per-key-order``'s (no catch-up), so each of those step formulas can fail."""
+    for variant, preset, props in (("mutant:cas-before-terminate", "default", None),
+                                   ("mutant:cas-before-create", "default", None),
+                                   ("mutant:rebalance-on-reconnect", "consumer-failover", {"reconnect-keeps-assignment"}),
+                                   ("mutant:no-catch-up", "stream-order", {"per-key-order"})):
+        explorer = explorer_lengths("pip-468", variant, preset)
+        props = props or set(explorer)
+        found = z468.encoding(variant, preset).check(max(explorer[p] for p in props), only=props)
+        assert found_lengths(found) == {p: explorer[p] for p in props}, variant
 
 
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from([(v, p) for v in ("as-written", "subs-in-metadata", "op-intent", "leader-watches-layout",
                                          "all-fixes", "mutant:cas-before-terminate", "mutant:cas-before-create")
-                        for p in ("new-sub", "failover", "default")]), st.integers(0, 10**9))
+                        for p in ("new-sub", "failover", "default")] +
+                       [(v, "consumer-failover") for v in ("as-written", "fenced-registrations", "leader-watches-layout",
+                                                           "all-fixes", "mutant:rebalance-on-reconnect")] +
+                       [("mutant:no-catch-up", "stream-order")]), st.integers(0, 10**9))
 def test_step_formulas_agree_with_the_pip468_model(case, pick):
     assert disagreements_at(z468, "pip-468", case, pick) == []
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(("as-written", "subs-in-metadata", "op-intent", "leader-watches-layout", "all-fixes")),
+       st.integers(0, 10**9))
+def test_layout_step_formulas_agree_with_the_pip468_model(variant, pick):
+    assert disagreements_at(z468l, "pip-468", (variant, "split-merge"), pick) == []
 
 
 def test_a_drifted_pip468_step_encoding_is_caught():
@@ -544,6 +563,21 @@ def test_a_drifted_pip468_step_encoding_is_caught():
                            lambda v, changes: {**changes, **{f"osub0_{s}": False for s in steps.subs}})
     pairs = [(s, a, t) for s in states for a, t in model.successors(s)
              if steps.label(a) == "discover(0)" and s.topics[0].cursors]
+    assert pairs and steps.disagreements(model, pairs[:5], drifted)
+    model, states = explored("pip-468", "as-written", "consumer-failover")
+    steps = z468.Pip468Steps(model.config)
+    # a notify step that persists the new assignment but pushes nothing to the connected consumer
+    drifted = drifted_step(steps, "notify(0)", lambda v, changes: {**changes, "inbox": v["inbox"]})
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s)
+             if steps.label(a) == "notify(0)" and t.consumers[0].inbox != s.consumers[0].inbox]
+    assert pairs and steps.disagreements(model, pairs[:5], drifted)
+    model, states = explored("pip-468", "as-written", "split-merge")
+    steps = z468l.Pip468LayoutSteps(model.config)
+    # a merge whose BadVersion always starts it over, even when its parents are no longer active
+    drifted = drifted_step(steps, "cas_conflict(0,merge)", lambda v, changes: {
+        **changes, **steps.op_on(0, "merge", v["version"], v["layout"], v["p10merge"], v["p20merge"])})
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s)
+             if steps.label(a) == "cas_conflict(0,merge)" and "merge" not in {op.kind for op in t.ctrls[0].ops}]
     assert pairs and steps.disagreements(model, pairs[:5], drifted)
 
 
