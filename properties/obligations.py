@@ -284,18 +284,31 @@ class StepEncoding:
         states = [self.vars(f"@{i}") for i in range(k + 1)]
         solver = z3.Solver()
         solver.add(self.init(states[0]))
-
-        def ok(v):
-            return self.expandable(v, tuple(only) if alone else None)
-
-        def actions_at(i):
-            return {label: (z3.And(ok(states[i]), guard), changes)
-                    for label, (guard, changes) in self.actions(states[i]).items()}
+        among = tuple(only) if alone else None
         breaks = {p: lambda i, label, p=p: self.breaks(p, states[i], label, states[i + 1])
                   for p in self.properties if only is None or p in only}
-        stuck = {p: lambda v, p=p: z3.And(self.stuck(p, v), ok(v)) for p in self.liveness if only is None or p in only}
-        return shortest_counterexamples(solver, states, self.vars("@loop"), actions_at, same, breaks, stuck, self.fair,
+        stuck = {p: lambda v, p=p: z3.And(self.stuck(p, v), self.expandable(v, among))
+                 for p in self.liveness if only is None or p in only}
+        return shortest_counterexamples(solver, states, self.vars("@loop"),
+                                        lambda i: self.expanding(states[i], among), same, breaks, stuck, self.fair,
                                         lassos)
+
+    def expanding(self, v, among=None) -> dict:
+        """The actions from ``v``, each taken only if a run goes on from ``v`` (``expandable``)."""
+        ok = self.expandable(v, among)
+        return {label: (z3.And(ok, guard), changes) for label, (guard, changes) in self.actions(v).items()}
+
+    def run_of(self, k: int, prop: str, alone: bool = False) -> list | None:
+        """The labels of a run of exactly ``k`` steps reaching a state that breaks the invariant
+        ``prop`` (``alone``: as the explorer checking only it), or None: one satisfiability query,
+        which finds a run of a given length far faster than ``check`` shows that none is shorter."""
+        states = [self.vars(f"@{i}") for i in range(k + 1)]
+        solver = z3.Solver()
+        solver.add(self.init(states[0]))
+        chosen = [_functional_step(solver, i, self.expanding(states[i], (prop,) if alone else None), states[i],
+                                   states[i + 1]) for i in range(k)]
+        solver.add(z3.Not(self.invariant(prop, states[k])))
+        return _labels(solver.model(), chosen) if solver.check() == z3.sat else None
 
     def verdict(self, k: int, lassos: int | None = None) -> Verdict:
         return bounded_verdict(self.check(k, lassos=lassos), self.liveness, k, lassos)

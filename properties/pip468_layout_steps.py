@@ -28,7 +28,7 @@ STEP = {"discover": DISCOVER, "create": CREATE, "terminate": TERMINATE, "cas": C
 KINDS = ("split", "merge")
 SECTION = ("PIP-468 Split Protocol 1-5, Merge Protocol 1-5 and 'Why this ordering matters'; Leader Election and "
            "Failover; SegmentLayout")
-CASES = {"split-merge": (("as-written", "op-intent"), 14)}  # the finding's bounds, variants, the explorer's depth
+CASES = {"split-merge": (("as-written", "op-intent"), 16)}  # the finding's bounds, variants, the explorer's depth
 
 
 def layout_table(segments: int, splits: int, merges: int) -> list:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation, StateVars, StepEncoding
+from .obligations import Obligation, StateVars, StepEncoding, bounded_verdict
 
 NONE, DISCOVER, CREATE, TERMINATE, CAS, NOTIFY = range(6)
 STEP = {"discover": DISCOVER, "create": CREATE, "terminate": TERMINATE, "cas": CAS, "notify": NOTIFY}
@@ -473,7 +473,20 @@ def disagreements(model, pairs, transitions_of=None) -> list[str]:
     return Pip468Steps(model.config).disagreements(model, pairs, transitions_of)
 
 
+def sessions_durable(variant: str):
+    """``sessions-durable``'s shortest breaking run at ``consumer-failover``, up to the explorer's
+    depth there plus one (as written 18, fenced-registrations 17)."""
+    return bounded_verdict(encoding(variant, "consumer-failover").check(19, only={"sessions-durable"}), (), 19)
+
+
 OBLIGATIONS = [
+    Obligation("pip-468", "sessions-durable-bounded", "the shortest run of the controller, the coordinators and the "
+               "consumer at the consumer-failover bounds that breaks sessions-durable, step for step (up to 19 "
+               "steps: the explorer's depth plus one)", SECTION + "; Consumer Session Lifecycle: 'this entry is "
+               "durable and outlives ... controller leader failovers'", lambda variant=variant: sessions_durable(variant),
+               (variant,))
+    for variant in ("as-written", "fenced-registrations")
+] + [
     Obligation("pip-468", f"steps-bounded-{preset}", f"each property's shortest breaking run (a lasso for "
                f"{' and '.join(LIVENESS)}) of the controller, producer and subscriptions at the {preset} bounds, step "
                f"for step (up to {depth + 1} steps: the explorer's depth plus one)", SECTION,

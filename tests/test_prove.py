@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from models.pip468.assignment import round_robin
 from models.pip468.layout import LayoutError, SegmentLayout
 from properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, registry
-from properties import pip468_failover as zfo, pip468_layout_steps as z468l, pip468_sessions as zss
+from properties import pip468_layout_steps as z468l, pip468_sessions as zss
 from properties import pip468_steps as z468, pip477_cursor as zc
 from properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
 from properties import v4txn_steps as zv4
@@ -48,7 +48,8 @@ def test_obligation_verdicts():
             ("pip-473", "steps-bounded-default", ("all-fixes",)): PROVED,
             ("pip-473", "steps-bounded-faults", ("as-written",)): VIOLATED,
             ("pip-477", "steps-bounded-cleanup", ("as-written",)): VIOLATED,
-            ("pip-477", "steps-bounded-cleanup", ("all-fixes",)): PROVED} if NIGHTLY else {}),
+            ("pip-477", "steps-bounded-cleanup", ("all-fixes",)): PROVED,
+            ("pip-477", "steps-run-close", ("as-written",)): VIOLATED} if NIGHTLY else {}),
         ("pip-468", "create-covers-each-hash-once", ("as-written",)): PROVED,
         ("pip-468", "split-keeps-coverage", ("as-written",)): PROVED,
         ("pip-468", "merge-keeps-coverage", ("as-written",)): PROVED,
@@ -74,7 +75,10 @@ def test_obligation_verdicts():
         ("pip-373", "steps-bounded-upgrade-user-false", ("all-fixes",)): PROVED,
         **({("pip-468", "steps-bounded-new-sub", ("as-written",)): VIOLATED,
             ("pip-468", "steps-bounded-new-sub", ("subs-in-metadata",)): PROVED,
-            ("pip-468", "steps-bounded-failover", ("as-written",)): VIOLATED} if NIGHTLY else {}),
+            ("pip-468", "steps-bounded-failover", ("as-written",)): VIOLATED,
+            ("pip-468", "steps-bounded-consumer-failover", ("as-written",)): VIOLATED,
+            ("pip-468", "steps-bounded-split-merge", ("as-written",)): VIOLATED,
+            ("pip-468", "steps-bounded-split-merge", ("op-intent",)): PROVED} if NIGHTLY else {}),
         ("v4-txn", "steps-bounded-sealed", ("as-written",)): VIOLATED,
         ("v4-txn", "steps-bounded-default", ("as-written",)): PROVED,
         ("v4-txn", "steps-bounded-sealed", ("off-segment-markers",)): PROVED,
@@ -358,31 +362,11 @@ def test_a_drifted_sessions_encoding_is_caught():
 def test_bounded_checking_finds_the_deposed_leader_run_with_the_explorers_length():
     finding = next(f for f in json.loads(open("findings/pip-468/index.json").read())
                    if f["name"] == "deposed-leader-erases-consumer-session")
-    run = zfo.bounded("as-written")
-    assert run.status == VIOLATED and run.detail.startswith(f"reachable in {finding['length']} steps: ")
-    # the fenced variant's obligation checks runs of up to 17 steps: every state the explorer reaches
+    run = z468.sessions_durable("as-written")
+    assert run.status == VIOLATED and run.detail.startswith(f"sessions-durable in {finding['length']} steps: ")
+    # the fenced variant's obligation checks runs of up to 19 steps: past every state the explorer reaches
     result, _ = explore(models.build("pip-468", "fenced-registrations", preset="consumer-failover"))
     assert result.depth == 17 and all(v.prop.id != "sessions-durable" for v in result.violations)
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(zfo.VARIANTS), st.integers(0, 10**9))
-def test_failover_formulas_agree_with_the_pip468_model(variant, pick):
-    assert disagreements_at(zfo, "pip-468", (variant, "consumer-failover"), pick, 5000) == []
-
-
-def test_a_drifted_failover_encoding_is_caught():
-    model, states = explored("pip-468", "as-written", "consumer-failover", 5000)
-
-    def drifted(v, w, fenced):  # a crash that leaves the consumer connected to the crashed broker
-        t = zfo.transitions(v, w, fenced)
-        t["crash(0)"] = z3.And(v.failovers < 1, z3.Or(v.leader[0], v.op[0] != zfo.NONE), zfo._same(v, w, {
-            "leader0": False, "member0": False, "timer0": False, "conn0": False, "op0": zfo.NONE, "progress0": 0,
-            "lock": z3.If(v.lock == 0, -1, v.lock), "failovers": v.failovers + 1}))
-        return t
-    pairs = [(s, a, t) for s in states for a, t in model.successors(s)
-             if a.name == "crash" and a.param("broker") == 0 and s.consumers[0].broker == 0]
-    assert pairs and zfo.disagreements(model, pairs[:10], drifted)
 
 
 PIP373_VARIANTS = ("as-written", "persist-before-append", "confirm-unmarked", "all-fixes", "mutant:admin-can-write",
@@ -646,8 +630,9 @@ def z477_lengths(variant: str, preset: str, props: set, k: int, alone: bool = Fa
 def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_lengths():
     """Each finding's property, and each mutant's, is broken first at the explorer's length (so
     those step formulas can fail), and so are the findings shown with their property checked on
-    its own (``alone``) whose runs have up to ``z477.ALONE`` steps. Nightly also: every property
-    the explorer reports at those bounds, and the obligations' whole verdicts."""
+    its own (``alone``) whose runs have up to ``z477.ALONE`` steps; for a longer one, one query
+    finds a run of the explorer's length (nightly). Nightly also: every property the explorer
+    reports at those bounds, and the obligations' whole verdicts."""
     findings = [f for f in catalogue("pip-477") if f.bounds in z477.PRESETS]
     assert {(f.bounds, f.property) for f in findings if not f.alone} <= {
         (preset, prop) for variant, preset, prop in PIP477_CI if variant == "as-written"}
@@ -662,6 +647,11 @@ def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_l
         if f.alone and f.length <= z477.ALONE:
             assert shortest(f)[1].length == f.length
             assert z477_lengths("as-written", f.bounds, {f.property}, f.length, alone=True) == {f.property: f.length}
+        elif f.alone:  # one query finds a run of the explorer's length (minutes: nightly)
+            assert z477.LONG[f.bounds] == (f.property, f.length)
+            if NIGHTLY:
+                verdict = run_all()[("pip-477", f"steps-run-{f.bounds}", ("as-written",))]
+                assert verdict_lengths(verdict) == {f.property: f.length}
 
 
 @settings(max_examples=30, deadline=None)
