@@ -215,22 +215,21 @@ class Pip468LayoutSteps(StepEncoding):
         else:
             found = z3.Or(*[z3.And(self.topic(p, "exists", v), self.topic(p, "cursor", v)) for p in (p1, p2)])
         out["discover" + at] = (step == DISCOVER, {f"osub{b}{k}": found, f"step{b}{k}": CREATE})
-        last = progress == (1 if k == "split" else 0)
-        child = z3.If(progress == 0, c1, c2)
-        create = {f"step{b}{k}": z3.If(last, TERMINATE, CREATE), f"progress{b}{k}": z3.If(last, 0, progress + 1)}
-        for seg in self.ids:
-            mine = child == seg
-            create[f"exists{seg}"] = z3.Or(v[f"exists{seg}"], mine)
-            create[f"cursor{seg}"] = z3.Or(v[f"cursor{seg}"], z3.And(mine, v[f"osub{b}{k}"]))
-        out["create" + at] = (step == CREATE, create)
-        last = progress == (0 if k == "split" else 1)
-        parent = z3.If(progress == 0, p1, p2)
-        terminate = {f"step{b}{k}": z3.If(last, CAS, TERMINATE), f"progress{b}{k}": z3.If(last, 0, progress + 1)}
-        for seg in self.ids:
-            mine = parent == seg
-            terminate[f"exists{seg}"] = z3.Or(v[f"exists{seg}"], mine)
-            terminate[f"terminated{seg}"] = z3.Or(v[f"terminated{seg}"], mine)
-        out["terminate" + at] = (step == TERMINATE, terminate)
+
+        def each(now, then, first, second, count, marks):
+            """Step ``now`` acts on one segment a call (``first``, then ``second``; ``count`` in all),
+            setting the topic fields ``marks`` (field -> value) on it; after the last, step ``then``."""
+            last = progress == count - 1
+            seg = z3.If(progress == 0, first, second)
+            changes = {f"step{b}{k}": z3.If(last, then, now), f"progress{b}{k}": z3.If(last, 0, progress + 1)}
+            for i in self.ids:
+                changes.update({f"{field}{i}": z3.Or(v[f"{field}{i}"], z3.And(seg == i, value))
+                                for field, value in marks.items()})
+            return step == now, changes
+        out["create" + at] = each(CREATE, TERMINATE, c1, c2, 2 if k == "split" else 1,
+                                  {"exists": True, "cursor": v[f"osub{b}{k}"]})
+        out["terminate" + at] = each(TERMINATE, CAS, p1, p2, 1 if k == "split" else 2,
+                                     {"exists": True, "terminated": True})
         current = v["version"] == v[f"base{b}{k}"]
         after = self.applied(v[f"clayout{b}"], k, p1, p2)
         out["cas" + at] = (z3.And(step == CAS, current), {
