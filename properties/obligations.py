@@ -298,15 +298,18 @@ class StepEncoding:
         ok = self.expandable(v, among)
         return {label: (z3.And(ok, guard), changes) for label, (guard, changes) in self.actions(v).items()}
 
-    def run_of(self, k: int, prop: str, alone: bool = False) -> list | None:
-        """The labels of a run of exactly ``k`` steps reaching a state that breaks the invariant
-        ``prop`` (``alone``: as the explorer checking only it), or None: one satisfiability query,
-        which finds a run of a given length far faster than ``check`` shows that none is shorter."""
+    def run_of(self, k: int, prop: str, alone: bool = False, labels: list | None = None) -> list | None:
+        """The labels of a run of exactly ``k`` steps (those ``labels``, where given) reaching a state
+        that breaks the invariant ``prop`` (``alone``: as the explorer checking only it), or None: one
+        satisfiability query, which finds a run of a given length far faster than ``check`` shows
+        that none is shorter."""
         states = [self.vars(f"@{i}") for i in range(k + 1)]
         solver = z3.Solver()
         solver.add(self.init(states[0]))
         chosen = [_functional_step(solver, i, self.expanding(states[i], (prop,) if alone else None), states[i],
                                    states[i + 1]) for i in range(k)]
+        for (choice, names), label in zip(chosen, labels or ()):
+            solver.add(choice == names.index(label) if label in names else z3.BoolVal(False))
         solver.add(z3.Not(self.invariant(prop, states[k])))
         return _labels(solver.model(), chosen) if solver.check() == z3.sat else None
 
