@@ -288,7 +288,8 @@ class Pip468LayoutSteps(StepEncoding):
                     v[f"cursor{seg}"] == bool(t and "s0" in t.cursors)]
         for b, c in enumerate(s.ctrls):
             out += [v[f"leader{b}"] == c.leader, v[f"cversion{b}"] == c.version,
-                    v[f"clayout{b}"] == (-1 if c.layout is None else number[c.layout]), v[f"csub{b}"] == ("s0" in c.subs)]
+                    v[f"clayout{b}"] == (-1 if c.layout is None else number[c.layout]),
+                    v[f"csub{b}"] == ("s0" in c.subs)]
             ops = {op.kind: op for op in c.ops}
             assert len(ops) == len(c.ops)
             for k in self.kinds:

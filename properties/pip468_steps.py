@@ -447,7 +447,8 @@ class Pip468Steps(StepEncoding):
                     v["at"] == (-1 if x.broker is None else x.broker), v["cview"] == ASSIGNMENT[x.view],
                     v["inbox"] == (0 if x.inbox is None else ASSIGNMENT[x.inbox]), v["disconnects"] == s.disconnects]
             for b, c in enumerate(s.ctrls):
-                out += [v[f"assigned{b}"] == ASSIGNMENT[c.assigned.get("c1", ())], v[f"member{b}"] == ("c1" in c.members),
+                out += [v[f"assigned{b}"] == ASSIGNMENT[c.assigned.get("c1", ())],
+                        v[f"member{b}"] == ("c1" in c.members),
                         v[f"conn{b}"] == ("c1" in c.connected), v[f"timer{b}"] == ("c1" in c.timers)]
         return z3.And(*out)
 
@@ -483,8 +484,8 @@ OBLIGATIONS = [
     Obligation("pip-468", "sessions-durable-bounded", "the shortest run of the controller, the coordinators and the "
                "consumer at the consumer-failover bounds that breaks sessions-durable, step for step (up to 19 "
                "steps: the explorer's depth plus one)", SECTION + "; Consumer Session Lifecycle: 'this entry is "
-               "durable and outlives ... controller leader failovers'", lambda variant=variant: sessions_durable(variant),
-               (variant,))
+               "durable and outlives ... controller leader failovers'",
+               lambda variant=variant: sessions_durable(variant), (variant,))
     for variant in ("as-written", "fenced-registrations")
 ] + [
     Obligation("pip-468", f"steps-bounded-{preset}", f"each property's shortest breaking run (a lasso for "

@@ -15,7 +15,8 @@ hold); each cluster holds, per id, whether the ledger is there and its entries (
 are arrays with a length. The schema locator is an array of index entries (ledger, stamp, hash;
 entry ``i`` is schema version ``i``), version 0 in ledger 3 from the start, one more per putSchema.
 Each broker has its plugin memory (up, active cluster, directive epoch, orchestrator, PROMOTE's
-read of the whole locator, its putSchema in flight: ledger, cluster, locator version read); the owner is a broker number, and what the owner does is one action per broker.
+read of the whole locator, its putSchema in flight: ledger, cluster, locator version read); the
+owner is a broker number, and what the owner does is one action per broker.
 Statuses: 0 none, ``ACTIVE``, ``STANDBY``, ``DEPRECATED``; clusters: 0 none, ``OLD``, ``NEW``
 (and ``USER``, what a user wrote under the attribution key, I16).
 

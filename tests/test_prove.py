@@ -511,10 +511,10 @@ def test_step_for_step_pip468_checking_finds_each_mutants_violations_with_their_
     ``one-writable-segment``, ``cursors-before-routing`` and ``no-message-loss`` have the explorer's
     lengths; so do ``reconnect-keeps-assignment``'s (a reconnect that rebalances) and
     ``per-key-order``'s (no catch-up), so each of those step formulas can fail."""
-    for variant, preset, props in (("mutant:cas-before-terminate", "default", None),
-                                   ("mutant:cas-before-create", "default", None),
-                                   ("mutant:rebalance-on-reconnect", "consumer-failover", {"reconnect-keeps-assignment"}),
-                                   ("mutant:no-catch-up", "stream-order", {"per-key-order"})):
+    cases = (("mutant:cas-before-terminate", "default", None), ("mutant:cas-before-create", "default", None),
+             ("mutant:rebalance-on-reconnect", "consumer-failover", {"reconnect-keeps-assignment"}),
+             ("mutant:no-catch-up", "stream-order", {"per-key-order"}))
+    for variant, preset, props in cases:
         explorer = explorer_lengths("pip-468", variant, preset)
         props = props or set(explorer)
         found = z468.encoding(variant, preset).check(max(explorer[p] for p in props), only=props)
@@ -525,8 +525,9 @@ def test_step_for_step_pip468_checking_finds_each_mutants_violations_with_their_
 @given(st.sampled_from([(v, p) for v in ("as-written", "subs-in-metadata", "op-intent", "leader-watches-layout",
                                          "all-fixes", "mutant:cas-before-terminate", "mutant:cas-before-create")
                         for p in ("new-sub", "failover", "default")] +
-                       [(v, "consumer-failover") for v in ("as-written", "fenced-registrations", "leader-watches-layout",
-                                                           "all-fixes", "mutant:rebalance-on-reconnect")] +
+                       [(v, "consumer-failover") for v in ("as-written", "fenced-registrations",
+                                                           "leader-watches-layout", "all-fixes",
+                                                           "mutant:rebalance-on-reconnect")] +
                        [("mutant:no-catch-up", "stream-order")]), st.integers(0, 10**9))
 def test_step_formulas_agree_with_the_pip468_model(case, pick):
     assert disagreements_at(z468, "pip-468", case, pick) == []
