@@ -265,6 +265,19 @@ class StepEncoding:
     liveness: tuple = ()
     fair: tuple = ()
     invariants: tuple = ()  # the state invariants that can fail, each stated by ``invariant(prop, v)``
+    model: str = ""  # the name of the model encoded
+
+    @classmethod
+    def at(cls, variant: str, preset: str):
+        """The encoding of the model's variant at a bound set."""
+        from pulsar_verify import registry
+        return cls(registry.build(cls.model, variant, preset=preset).config)
+
+    @classmethod
+    def disagreements_of(cls, model, pairs, transitions_of=None) -> list[str]:
+        """``disagreements`` of the encoding of the model's own configuration (the agreement tests'
+        entry point)."""
+        return cls(model.config).disagreements(model, pairs, transitions_of)
 
     def transitions(self, v, w) -> dict:
         """Action label -> formula from ``v`` to ``w``."""

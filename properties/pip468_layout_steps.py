@@ -56,6 +56,7 @@ def layout_table(segments: int, splits: int, merges: int) -> list:
 
 
 class Pip468LayoutSteps(StepEncoding):
+    model = "pip-468"
     properties = ("one-writable-segment",)
     invariants = ("one-writable-segment",)
     liveness = ("writable-coverage",)
@@ -315,14 +316,7 @@ class Pip468LayoutSteps(StepEncoding):
         return a.name + (f"({p['broker']})" if "broker" in p else "")
 
 
-def encoding(variant: str, preset: str) -> Pip468LayoutSteps:
-    from pulsar_verify import registry
-    return Pip468LayoutSteps(registry.build("pip-468", variant, preset=preset).config)
-
-
-def disagreements(model, pairs, transitions_of=None) -> list[str]:
-    """``Pip468LayoutSteps.disagreements`` for the model's own configuration."""
-    return Pip468LayoutSteps(model.config).disagreements(model, pairs, transitions_of)
+encoding, disagreements = Pip468LayoutSteps.at, Pip468LayoutSteps.disagreements_of
 
 
 OBLIGATIONS = [

@@ -46,6 +46,7 @@ CONSUMER_PROPERTIES = ("per-key-order", "assignment-exclusive", "reconnect-keeps
 
 
 class Pip468Steps(StepEncoding):
+    model = "pip-468"
     properties = ("sealed-accepts-no-write", "one-writable-segment", "cursors-before-routing", "no-message-loss")
     liveness = LIVENESS
     invariants = INVARIANTS
@@ -154,9 +155,7 @@ class Pip468Steps(StepEncoding):
         for seg in SEGMENTS:
             for s in self.subs:
                 cursor = v[f"cursor{seg}_{s}"]
-                entry = z3.IntVal(0)
-                for i in reversed(range(len(self.msgs))):
-                    entry = z3.If(cursor == i, v[f"entry{seg}_{i}"], entry)
+                entry = self.next_entry(v, seg, s)
                 out[f"deliver({s},{seg})"] = (z3.And(cursor != -1, cursor < v[f"len{seg}"], self.readable(v, s, seg)), {
                     f"cursor{seg}_{s}": cursor + 1,
                     **{f"delivered{j}_{s}": z3.Or(v[f"delivered{j}_{s}"], entry == j) for j in self.msgs}})
@@ -256,6 +255,10 @@ class Pip468Steps(StepEncoding):
                 **evicted, f"member{b}": False, f"timer{b}": False, "sess": z3.And(v["sess"], lock != b)})
         return out
 
+    def next_entry(self, v, seg: int, sub: str):
+        """The message at ``sub``'s cursor on segment ``seg`` (0 past the entries)."""
+        return v.select(f"entry{seg}_{{}}", v[f"cursor{seg}_{sub}"], range(len(self.msgs)), z3.IntVal(0))
+
     def subscribe(self, v, b, s) -> dict:
         """Admin ``createSubscription``: a cursor at the end of each active segment of the leader's
         layout (``subs-in-metadata``: written by CAS into the topic's metadata first, and reloaded)."""
@@ -346,9 +349,7 @@ class Pip468Steps(StepEncoding):
         if prop in self.invariants:  # checked on the state a step reaches
             return z3.Not(self.invariant(prop, w))
         if prop == "per-key-order" and self.msgs and label.startswith("deliver(s0,"):  # one key: none later first
-            seg = int(label[len("deliver(s0,"):-1])
-            cursor = v[f"cursor{seg}_s0"]
-            msg = z3.Sum(*[z3.If(cursor == i, v[f"entry{seg}_{i}"], 0) for i in range(len(self.msgs))])
+            msg = self.next_entry(v, int(label[len("deliver(s0,"):-1]), "s0")
             return z3.Or(False, *[z3.And(msg < j, v[f"delivered{j}_s0"]) for j in self.msgs])
         if prop == "reconnect-keeps-assignment" and label == "connect(c1)":
             rejoin = z3.Or(*[z3.And(v["lock"] == b, v[f"member{b}"]) for b in self.brokers])
@@ -464,14 +465,7 @@ class Pip468Steps(StepEncoding):
         return a.name + (f"({p['broker']})" if "broker" in p else "")
 
 
-def encoding(variant: str, preset: str) -> Pip468Steps:
-    from pulsar_verify import registry
-    return Pip468Steps(registry.build("pip-468", variant, preset=preset).config)
-
-
-def disagreements(model, pairs, transitions_of=None) -> list[str]:
-    """``Pip468Steps.disagreements`` for the model's own configuration."""
-    return Pip468Steps(model.config).disagreements(model, pairs, transitions_of)
+encoding, disagreements = Pip468Steps.at, Pip468Steps.disagreements_of
 
 
 def sessions_durable(variant: str):

@@ -42,6 +42,7 @@ SECTION = ("PIP-473 Transaction Coordinator V5 (endTxn: 'A single CAS on /txn/<t
 
 
 class Pip473Steps(StepEncoding):
+    model = "pip-473"
     properties = ("header-state-machine", "one-outcome", "read-committed", "committed-never-filtered",
                   "dispatch-decisions-agree", "acks-only-from-committed", "committed-acks-not-lost",
                   "no-write-after-end")
@@ -382,14 +383,7 @@ class Pip473Steps(StepEncoding):
         return a.name + (f"({','.join(shown)})" if shown else "")
 
 
-def encoding(variant: str, preset: str) -> Pip473Steps:
-    from pulsar_verify import registry
-    return Pip473Steps(registry.build("pip-473", variant, preset=preset).config)
-
-
-def disagreements(model, pairs, transitions_of=None) -> list[str]:
-    """``Pip473Steps.disagreements`` for the model's own configuration (the agreement tests' entry point)."""
-    return Pip473Steps(model.config).disagreements(model, pairs, transitions_of)
+encoding, disagreements = Pip473Steps.at, Pip473Steps.disagreements_of
 
 
 # the findings' bounds, the variants whose whole verdicts are obligations there, and the explorer's depth there

@@ -49,6 +49,7 @@ SECTION = ("PIP-477 Switch Phases 1-7 (BUILD, PROMOTE, CLEANUP, ROLLBACK), Write
 
 
 class Pip477Steps(StepEncoding):
+    model = "pip-477"
     properties = INVARIANTS + ACTIONS
     invariants = INVARIANTS
 
@@ -820,14 +821,7 @@ class Pip477Steps(StepEncoding):
         return a.name + (f"({','.join(shown)})" if shown else "")
 
 
-def encoding(variant: str, preset: str) -> Pip477Steps:
-    from pulsar_verify import registry
-    return Pip477Steps(registry.build("pip-477", variant, preset=preset).config)
-
-
-def disagreements(model, pairs, transitions_of=None) -> list[str]:
-    """``Pip477Steps.disagreements`` for the model's own configuration (the agreement tests' entry point)."""
-    return Pip477Steps(model.config).disagreements(model, pairs, transitions_of)
+encoding, disagreements = Pip477Steps.at, Pip477Steps.disagreements_of
 
 
 PRESETS = ("default", "legacy", "restart", "schema", "cursor", "cleanup", "idgen", "close", "close-restart",
