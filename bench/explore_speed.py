@@ -24,11 +24,10 @@ from pathlib import Path
 import attrs
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from pulsar_verify import registry  # noqa: E402
-from pulsar_verify.explorer import Explorer  # noqa: E402
-from pulsar_verify.model import Config, Model, act  # noqa: E402
+from pulsar_verify import registry
+from pulsar_verify.explorer import Explorer
+from pulsar_verify.model import Config, Model, act
 
 WIDTH = 36
 Registers = attrs.make_class("Registers", [f"r{i}" for i in range(WIDTH)], frozen=True, slots=True)

@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 CASES = ["pip-473/two-segments", "v4-txn/two-topics/off-segment-markers", "pip-373/two-txns",
          "pip-468/two-consumers-failover", "pip-477/cursor"]
@@ -54,8 +53,8 @@ def one(case: str, engine: str, liveness: bool = True, values: dict | None = Non
     elif engine == "floor":
         return floor(case, model, liveness)
     else:
-        from spark_checks.bfs import explore_spark
-        from spark_checks.session import spark_session
+        from pulsar_verify.spark_checks.bfs import explore_spark
+        from pulsar_verify.spark_checks.session import spark_session
         spark = spark_session(engine)
         started = time.perf_counter()  # the JVM's start-up is not the search's
         with tempfile.TemporaryDirectory(prefix="spark-scaling-") as out:
@@ -77,8 +76,8 @@ def floor(case: str, model, liveness: bool = True) -> dict:
     unpickled as the shuffle would. Twice this rate is what local[2] could reach with perfect parallelism and
     a free shuffle."""
     import pickle
-    from spark_checks.bfs import SparkExplorer, _advance, _prime
-    from spark_checks.checkpoint import read_summaries
+    from pulsar_verify.spark_checks.bfs import SparkExplorer, _advance, _prime
+    from pulsar_verify.spark_checks.checkpoint import read_summaries
 
     class NoSpark:  # what SparkExplorer reads of a session, for its level-0 files
         class sparkContext:

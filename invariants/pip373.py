@@ -1,50 +1,58 @@
 """Properties of PIP-373, each with the sentence of the text it comes from. What a
-consumer sees after a skipped rebuild is checked with the v4 model's own properties."""
+consumer sees after a skipped rebuild is checked with the v4 model's own properties, and so
+is the end of a transaction across the reloads PIP-373 changes. PIP-373 leaves the TC and
+the pending-ack store as v4 has them: their properties are checked on ``v4-txn``."""
 from __future__ import annotations
 
-from models.pip373 import Pip373
-from models.pip373.model import FALSE, LEGACY_TXN, TRUE, holds_txn_entry
+from pulsar_verify.model import PropertySet
 
-from .v4txn import committed_never_filtered, read_committed
+from pulsar_verify.models.pip373 import Pip373
+from pulsar_verify.models.pip373.model import FALSE, LEGACY_TXN, TRUE, holds_txn_entry
 
-__all__ = ["Pip373"]
+from .v4txn import ENVIRONMENT, SEC_END, committed_never_filtered, ending, read_committed
+
+PROPERTIES = PropertySet()
+
 
 LOADS = ("load_skip", "load_rebuild", "load_confirm")
+# Weak fairness: v4's (the TC, the broker, the dispatcher), loading the topic and persisting the property
+# included; not the clients, crashes, snapshots or the admin API.
+SYSTEM = tuple(sorted(set(Pip373.action_labels) - ENVIRONMENT - {"admin_update", "admin_remove"}))
 
 
 def _txn_ever_sent(s) -> bool:
     return any(c.sends for c in s.clients) or any(t == LEGACY_TXN for _, t in s.logs[0])
 
 
-Pip373.action_property("read-committed",
+PROPERTIES.action_property("read-committed",
                        "After any crash and reload, no subscription receives an aborted or still-open txn's entry",
                        "Two Indexes exist 'to avoid consuming aborted messages or TXN in-progress messages'")(
     read_committed)
-Pip373.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
+PROPERTIES.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
                        "Two Indexes: 'aborted messages indexes'")(committed_never_filtered)
 
 
-@Pip373.action_property("txn-topic-never-skips", "A topic that ever held a transactional entry never skips the rebuild",
+@PROPERTIES.action_property("txn-topic-never-skips", "A topic that ever held a transactional entry never skips the rebuild",
                         "'Skip Transaction Buffer re-building Two Indexes if the topic ... does not contain TXN "
                         "messages'")
 def txn_topic_never_skips(m, s, a, t):
     return a.name != "load_skip" or not holds_txn_entry(s.logs[0])
 
 
-@Pip373.action_property("flag-never-cleared", "Once the broker has set the property true, it never goes back",
+@PROPERTIES.action_property("flag-never-cleared", "Once the broker has set the property true, it never goes back",
                         "'it will be set to true when the first TXN message is publishing'")
 def flag_never_cleared(m, s, a, t):
     return s.prop != (TRUE, True) or t.prop[0] == TRUE
 
 
-@Pip373.action_property("flag-system-owned", "No admin or user write changes the property",
+@PROPERTIES.action_property("flag-system-owned", "No admin or user write changes the property",
                         "'NotAllowedException when you try to set/remove a topic property named "
                         "__contains_txn_messages'")
 def flag_system_owned(m, s, a, t):
     return a.name not in ("admin_update", "admin_remove") or t.prop == s.prop
 
 
-@Pip373.action_property("skip-when-no-txn",
+@PROPERTIES.action_property("skip-when-no-txn",
                         "A topic never sent a transactional message skips the rebuild on every load once the broker "
                         "has written its property false",
                         "'We'd better skip Transaction Buffer re-building Two Indexes if the topic ... does not "
@@ -54,3 +62,6 @@ def skip_when_no_txn(m, s, a, t):
         return True
     return s.prop != (FALSE, True) or a.name == "load_skip"
 
+
+PROPERTIES.leads_to("end-txn-completes", "Every end-txn the client asks for is answered, across crashes and reloads",
+                    SEC_END, trigger=ending, goal=lambda m, s: not ending(m, s), fair=SYSTEM)

@@ -7,17 +7,20 @@ GC must not be able to erase from the properties' view.
 """
 from __future__ import annotations
 
-from models.pip473 import Pip473
-from models.pip473.state import ACK, COMMITTED, FINAL, OPEN
+from pulsar_verify.model import PropertySet
 
-__all__ = ["Pip473"]
+from pulsar_verify.models.pip473 import Pip473
+from pulsar_verify.models.pip473.state import ACK, COMMITTED, FINAL, OPEN
+
+PROPERTIES = PropertySet()
+
 
 SEC_HEADER = "Data Model / Header: 'OPEN -> COMMITTED and OPEN -> ABORTED are the only allowed transitions'"
 SEC_DISPATCH = "Subscribe / dispatch; Goals: 'Atomic transactions over segment:// topics'"
 SEC_ACKS = "MetadataPendingAckStore: commit applies acks to the cursor, abort drops them"
 
 
-@Pip473.action_property("header-state-machine",
+@PROPERTIES.action_property("header-state-machine",
                         "A txn header only goes OPEN -> COMMITTED or OPEN -> ABORTED, once", SEC_HEADER)
 def header_state_machine(m, s, a, t):
     for txn, before in s.headers:
@@ -27,7 +30,7 @@ def header_state_machine(m, s, a, t):
     return all(t.decided.get(txn) == d for txn, d in s.decided)
 
 
-@Pip473.invariant("one-outcome",
+@PROPERTIES.invariant("one-outcome",
                   "Commit and abort never both win: the client's answer, the header and every later reader agree",
                   "End-txn: 'The CAS on the header is the linearization point'")
 def one_outcome(m, s):
@@ -40,7 +43,7 @@ def one_outcome(m, s):
     return True
 
 
-@Pip473.action_property("read-committed",
+@PROPERTIES.action_property("read-committed",
                         "No subscription or reader receives an entry of a txn that is not committed", SEC_DISPATCH)
 def read_committed(m, s, a, t):
     if a.name != "deliver":
@@ -49,7 +52,7 @@ def read_committed(m, s, a, t):
     return txn == 0 or s.decided.get(txn) == COMMITTED
 
 
-@Pip473.action_property("committed-never-filtered",
+@PROPERTIES.action_property("committed-never-filtered",
                         "No subscription or reader skips an entry of a committed txn as aborted "
                         "(sealed segments, late subscriptions and GC included)", SEC_DISPATCH)
 def committed_never_filtered(m, s, a, t):
@@ -58,7 +61,7 @@ def committed_never_filtered(m, s, a, t):
     return s.decided.get(s.logs[a.param("seg")][a.param("pos")]) != COMMITTED
 
 
-@Pip473.invariant("dispatch-decisions-agree",
+@PROPERTIES.invariant("dispatch-decisions-agree",
                   "No transactional entry is delivered to one subscription (or before a broker restart) and "
                   "skipped as aborted by another (or after)",
                   "Recovery: 'the participant re-derives state from the header on restart'; Why this works: "
@@ -73,12 +76,12 @@ def dispatch_decisions_agree(m, s):
     return not (received & filtered)
 
 
-@Pip473.invariant("acks-only-from-committed", "An aborted txn's acks never reach the cursor", SEC_ACKS)
+@PROPERTIES.invariant("acks-only-from-committed", "An aborted txn's acks never reach the cursor", SEC_ACKS)
 def acks_only_from_committed(m, s):
     return all(s.decided.get(txn) == COMMITTED for _, txn in s.applied)
 
 
-@Pip473.invariant("committed-acks-not-lost",
+@PROPERTIES.invariant("committed-acks-not-lost",
                   "Every ack of a committed txn is in the cursor or still recorded for its store to apply",
                   SEC_ACKS + "; review: 'GC orphan-cleanup window vs. slow participant can lose committed work'")
 def committed_acks_not_lost(m, s):
@@ -91,7 +94,7 @@ def committed_acks_not_lost(m, s):
     return True
 
 
-@Pip473.action_property("no-write-after-end",
+@PROPERTIES.action_property("no-write-after-end",
                         "A send is acknowledged to the client only while its txn's header is OPEN",
                         "Late-write race: 'The publish-path header check on the participant broker rejects "
                         "with TxnConflict'")
@@ -112,7 +115,7 @@ ENVIRONMENT = {"new_txn", "end_txn", "send", "send_conflict", "txn_ack", "txn_ac
                "crash", "tc_crash", "subscribe"}
 SYSTEM = tuple(sorted(set(Pip473.action_labels) - ENVIRONMENT))
 
-Pip473.leads_to("end-txn-completes",
+PROPERTIES.leads_to("end-txn-completes",
                 "Every end-txn the client asks for is answered, with segments sealed mid-transaction",
                 "Why this works: 'Sealing a segment is irrelevant ... End-txn becomes a metadata-store CAS'",
                 trigger=_ending, goal=lambda m, s: not _ending(m, s), fair=SYSTEM)
@@ -122,7 +125,7 @@ def _uncollected(m, s):
     return any(txn in s.headers or any(k[0] == txn for k, _ in s.ops) for txn, _ in s.decided)
 
 
-Pip473.leads_to("finalized-txns-collected",
+PROPERTIES.leads_to("finalized-txns-collected",
                 "Every finalized txn's op records and header are eventually deleted",
                 "Garbage collection: two phases, participant materialization then header GC sweep",
                 trigger=_uncollected, goal=lambda m, s: not _uncollected(m, s), fair=SYSTEM)
@@ -140,7 +143,7 @@ def _undelivered(m, s):
     return False
 
 
-Pip473.leads_to("committed-entries-delivered",
+PROPERTIES.leads_to("committed-entries-delivered",
                 "Once a txn commits, every subscription eventually receives all its entries, sealed segments included",
                 "Goals: 'Atomic transactions over segment:// topics (writes and acks), including transactions whose "
                 "lifetime spans split/merge'",

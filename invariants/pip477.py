@@ -3,14 +3,17 @@ its consequence column as what a user loses; then what "Data Plane Continuity" a
 plan promise users."""
 from __future__ import annotations
 
-from models.pip477 import Pip477
-from models.pip477.proto import survives_old_broker
-from models.pip477.routing import create_cluster, creatable, records, resolve
-from models.pip477.state import ACTIVE, ATTR_KEY, LEGACY_DATA, NEW, OLD
-from models.pip477.switch import open_handles
-from models.pip477.traffic import writable
+from pulsar_verify.model import PropertySet
 
-__all__ = ["Pip477"]
+from pulsar_verify.models.pip477 import Pip477
+from pulsar_verify.models.pip477.proto import survives_old_broker
+from pulsar_verify.models.pip477.routing import create_cluster, creatable, records, resolve
+from pulsar_verify.models.pip477.state import ACTIVE, ATTR_KEY, LEGACY_DATA, NEW, OLD
+from pulsar_verify.models.pip477.switch import open_handles
+from pulsar_verify.models.pip477.traffic import writable
+
+PROPERTIES = PropertySet()
+
 
 TABLE = "Critical Invariants"
 SCHEMA_WORK = ("build", "promote_schema_read", "promote_schema_cas", "promote_schema_conflict", "start_cleanup",
@@ -119,7 +122,7 @@ def rollback_keeps_business(m, s, a, t):
             and [e.business() for e in t.schema] == [e.business() for e in s.schema] and t.ml == s.ml)
 
 
-P = Pip477
+P = PROPERTIES
 P.invariant("I1", "Every ledger record written since the plugin was enabled carries its cluster stamp "
             "(misattribution: reads routed to the wrong cluster)",
             f"{TABLE} I1; Write-Path Stamping: 'written in the same Broker-ZK CAS as the business field'")(i1)

@@ -3,10 +3,13 @@ comes from. ``read_committed`` and ``committed_never_filtered`` are shared with 
 which runs on the same transaction buffer."""
 from __future__ import annotations
 
-from models.v4txn import V4Txn
-from models.v4txn.state import ABORTED, COMMITTED, ENDING, OPEN
+from pulsar_verify.model import PropertySet
 
-__all__ = ["V4Txn"]
+from pulsar_verify.models.v4txn import V4Txn
+from pulsar_verify.models.v4txn.state import ABORTED, COMMITTED, ENDING, OPEN
+
+PROPERTIES = PropertySet()
+
 
 SEC_TB = ("Background: the TB 'gates the dispatcher's read horizon (maxReadPosition) so that uncommitted "
           "entries are not delivered'")
@@ -48,19 +51,19 @@ def ending(m, s):
 # (seals) or failures (crashes) do.
 ENVIRONMENT = {"new_txn", "add_partition", "end_txn", "txn_ack", "send_nontxn", "seal", "crash", "take_snapshot"}
 SYSTEM = tuple(sorted(set(V4Txn.action_labels) - ENVIRONMENT))
+SEC_END = "How the two interact: 'End-of-transaction stalls on sealed segments ... The end-txn RPC times out'"
 
 
-V4Txn.action_property("read-committed", "No subscription receives an entry of a txn that is not committed",
+PROPERTIES.action_property("read-committed", "No subscription receives an entry of a txn that is not committed",
                       SEC_TB)(read_committed)
-V4Txn.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
+PROPERTIES.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
                       SEC_TB)(committed_never_filtered)
-V4Txn.invariant("acks-only-from-committed", "An aborted txn's acks never reach the cursor",
+PROPERTIES.invariant("acks-only-from-committed", "An aborted txn's acks never reach the cursor",
                 "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'")(
     acks_only_from_committed)
-V4Txn.action_property("tc-state-machine",
+PROPERTIES.action_property("tc-state-machine",
                       "The TC's log moves a txn only OPEN -> COMMITTING -> COMMITTED or OPEN -> ABORTING -> ABORTED",
                       "Background: the TC 'tracks the lifecycle of every transaction (OPEN, COMMITTING, COMMITTED, "
                       "ABORTING, ABORTED ...)'")(tc_state_machine)
-V4Txn.leads_to("end-txn-completes", "Every end-txn the client asks for is answered, with topics sealed mid-transaction",
-               "How the two interact: 'End-of-transaction stalls on sealed segments ... The end-txn RPC times out'",
-               trigger=ending, goal=lambda m, s: not ending(m, s), fair=SYSTEM)
+PROPERTIES.leads_to("end-txn-completes", "Every end-txn the client asks for is answered, with topics sealed mid-transaction",
+                    SEC_END, trigger=ending, goal=lambda m, s: not ending(m, s), fair=SYSTEM)

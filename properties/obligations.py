@@ -268,6 +268,12 @@ class StepEncoding:
     model: str = ""  # the name of the model encoded
 
     @classmethod
+    def fixes_of(cls, variant: str) -> frozenset:
+        """The fixes the model's variant applies, as the kernel computes them (never re-typed here)."""
+        from pulsar_verify import registry
+        return registry.model_class(cls.model).variant_named(variant).fixes
+
+    @classmethod
     def at(cls, variant: str, preset: str):
         """The encoding of the model's variant at a bound set."""
         from pulsar_verify import registry

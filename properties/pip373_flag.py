@@ -127,7 +127,7 @@ def bounded(fixes, k: int = 6, upgrades=True) -> Verdict:
 
 def concrete(v: Vars, state) -> z3.BoolRef:
     """``v`` fixed to a Python pip-373 state."""
-    from models.pip373.model import holds_txn_entry
+    from pulsar_verify.models.pip373.model import holds_txn_entry
     b = state.buffers[0]
     return z3.And(v.has_txn == holds_txn_entry(state.logs[0]), v.value == VALUE[state.prop[0]],
                   v.by_broker == bool(state.prop[1]), v.queued == QUEUED[b.flag], v.ready == bool(b.ready))

@@ -26,19 +26,19 @@ PRESETS = {"default": 13, "upgrade-user-false": 9}
 
 
 class Pip373Steps(Steps):
+    model = "pip-373"
     properties = ("read-committed", "committed-never-filtered", "txn-topic-never-skips", "flag-never-cleared",
                   "flag-system-owned", "skip-when-no-txn")
     liveness = ()
 
     def __init__(self, config):
-        from models.pip373.model import UPGRADES  # the bounds' data, not the model's behaviour
+        from pulsar_verify.models.pip373.model import UPGRADES  # the bounds' data, not the model's behaviour
         super().__init__(config)
-        self.fixes = {"persist-before-append", "confirm-unmarked"} if self.variant == "all-fixes" else {self.variant}
         self.upgrade = UPGRADES[config.upgrade]
         self.admin = config.admin
 
     def legacy_log(self, config) -> tuple:
-        from models.pip373.model import LEGACY
+        from pulsar_verify.models.pip373.model import LEGACY
         return tuple((KIND[kind], t) for kind, t in LEGACY[config.legacy])
 
     def extra(self):

@@ -34,8 +34,8 @@ CASES = {"split-merge": (("as-written", "op-intent"), 16)}  # the finding's boun
 def layout_table(segments: int, splits: int, merges: int) -> list:
     """The layouts reachable from ``SegmentLayout.create(segments)`` by up to ``splits`` splits and
     ``merges`` merges, in the order found (index 0 is the initial layout)."""
-    from invariants.pip468 import layout_ok
-    from models.pip468.layout import SegmentLayout
+    from pulsar_verify.invariants.pip468 import layout_ok
+    from pulsar_verify.models.pip468.layout import SegmentLayout
 
     start = SegmentLayout.create(segments)
     table, todo = [start], [(start, 0, 0)]
@@ -73,15 +73,14 @@ class Pip468LayoutSteps(StepEncoding):
         if v in ("mutant:stale-epoch", "mutant:cas-before-terminate", "mutant:cas-before-create"):
             raise ValueError(f"the layout encoding does not express {v}")
         self.variant = v
-        self.fixes = {"subs-in-metadata", "op-intent", "fenced-registrations", "leader-watches-layout"} \
-            if v == "all-fixes" else {v}
+        self.fixes = self.fixes_of(v)
         self.config = config
         self.brokers = tuple(range(config.brokers))
         self.kinds = tuple(k for k in KINDS if getattr(config, k + "s"))
         self.table = layout_table(config.segments, config.splits, config.merges)
         self.ids = tuple(range(max(t.next_segment_id for t in self.table)))
         self.watches = "leader-watches-layout" in self.fixes and config.failovers > 0
-        from models.pip468.state import KEY_HASHES
+        from pulsar_verify.models.pip468.state import KEY_HASHES
         self.hashes = KEY_HASHES
 
     # -- the state -------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ def concrete(v: Vars, state, brokers) -> object:
     """The formula fixing ``v`` to a Python model state (models/pip468/state.py); ``brokers`` are
     distinct Broker constants, one per controller, and consumers ``c1``, ``c2``, ... distinct
     Consumer constants (every other consumer unregistered and without a session)."""
-    from models.pip468.assignment import consumer_name
+    from pulsar_verify.models.pip468.assignment import consumer_name
     names = [consumer_name(i) for i in range(len(state.consumers))]
     cs = [z3.Const(n, Consumer) for n in names]
 
@@ -176,7 +176,7 @@ FENCED = frozenset({"fenced-registrations"})
 
 
 def _all_fixes() -> frozenset:
-    from models.pip468.model import FIXES
+    from pulsar_verify.models.pip468.model import FIXES
     return frozenset(FIXES)
 
 

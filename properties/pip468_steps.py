@@ -61,8 +61,7 @@ class Pip468Steps(StepEncoding):
             raise ValueError("the step-for-step encoding has no layout epochs")
         v = config.variant
         self.variant = v
-        self.fixes = {"subs-in-metadata", "op-intent", "fenced-registrations", "leader-watches-layout"} \
-            if v == "all-fixes" else {v}
+        self.fixes = self.fixes_of(v)
         order = [DISCOVER, CREATE, TERMINATE, CAS, NOTIFY]
         if v in ("mutant:cas-before-terminate", "mutant:cas-before-create"):
             order.remove(CAS)

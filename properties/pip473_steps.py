@@ -50,16 +50,14 @@ class Pip473Steps(StepEncoding):
     invariants = INVARIANTS
 
     def __init__(self, config):
-        from invariants.pip473 import SYSTEM  # which steps are weakly fair: the model's statement of it
+        from pulsar_verify.invariants.pip473 import SYSTEM  # which steps are weakly fair: the model's statement of it
         if (config.txns, config.segments, config.subs, config.late_subs, config.writes) != (1, 1, 1, 0, 1) or \
                 config.acks > 1:
             raise ValueError("the step-for-step encoding covers one txn with one send and at most one ack, on one "
                              "segment with one subscription")
         v = config.variant
         self.variant = v
-        every = v == "all-fixes" or v.startswith("mutant:")  # a mutant is every fix and one mistake
-        self.fixes = {"open-entry-barrier", "finalize-in-cas", "recheck-before-ack", "gc-waits-for-participants",
-                      "keep-decisions-with-data", "owners-reap-orphans"} if every else {v}
+        self.fixes = self.fixes_of(v)
         self.fair = SYSTEM
         self.config = config
         self.size = config.writes + config.nontxn  # the most entries the log can hold
@@ -340,7 +338,7 @@ class Pip473Steps(StepEncoding):
     # -- agreement with the Python model ---------------------------------------------------------
     def concrete(self, v, s) -> z3.BoolRef:
         """``v`` fixed to a Python state (whose other parts are constant at these bounds)."""
-        from models.pip473.state import ACK as ACK_OP
+        from pulsar_verify.models.pip473.state import ACK as ACK_OP
         hdr, buf, sub, c, log, pa = s.headers.get(1), s.buffers[0], s.subs[0], s.clients[0], s.logs[0], s.pending[0]
         writes = [(seq, op) for (_, seq), op in s.ops if op.kind != ACK_OP]
         acks = [(seq, op) for (_, seq), op in s.ops if op.kind == ACK_OP]

@@ -61,7 +61,7 @@ def concrete(c: Cursor, info, keys: dict):
 def disagreements(model, pairs, handle_of=handle) -> list[str]:
     """For each Python ``promote_cursor_handle`` that writes the cursor, the formula admits the
     written cursor and no other (on the keys the model uses)."""
-    from models.pip477.state import ATTR_KEY
+    from pulsar_verify.models.pip477.state import ATTR_KEY
     out = []
     for s, a, t in pairs:
         if a.name != "promote_cursor_handle" or t.cursor == s.cursor:

@@ -58,9 +58,7 @@ class Pip477Steps(StepEncoding):
         if v in ("mutant:copy-new-id", "mutant:coordinator-promotes-cursor", "mutant:old-reader-drops-unknown"):
             raise ValueError(f"the step-for-step encoding does not express {v}")
         self.variant = v
-        self.fixes = {"fallback-to-source-cluster", "recover-from-directive", "promote-built-only",
-                      "promote-cursor-at-copied-lac", "single-cas-status-flip", "create-reads-directive",
-                      "close-after-data-expires", "reserved-keys-rejected"} if v == "all-fixes" else {v}
+        self.fixes = self.fixes_of(v)
         self.config = config
         self.brokers = tuple(range(config.brokers))
         self.msgs = 1 + config.publish  # message 0 is in ledger 1 from the start
@@ -721,7 +719,7 @@ class Pip477Steps(StepEncoding):
             return z3.Or(w["sn"] < v["sn"], *[z3.And(i < v["sn"], z3.Or(w[f"sl{i}"] != v[f"sl{i}"],
                                                                          w[f"shash{i}"] != v[f"shash{i}"]))
                                                for i in self.schemas])
-        from invariants.pip477 import SCHEMA_WORK  # the steps I14 is about: the property's statement
+        from pulsar_verify.invariants.pip477 import SCHEMA_WORK  # the steps I14 is about: the property's statement
         if prop == "I14" and name in SCHEMA_WORK:
             return int(args[0]) != v["origin"]
         if prop == "I15" and name in ("load_topic", "trim_ledger"):
@@ -741,7 +739,7 @@ class Pip477Steps(StepEncoding):
     # -- agreement with the Python model ---------------------------------------------------------
     def concrete(self, v, s) -> z3.BoolRef:
         """``v`` fixed to a Python state."""
-        from models.pip477.state import ATTR_KEY, USER_KEY
+        from pulsar_verify.models.pip477.state import ATTR_KEY, USER_KEY
         assert len(s.schema) <= len(self.schemas)
         d, p, o = s.directive, s.progress, s.own
         assert d is None or (d[0], d[2]) == ("new", 1)

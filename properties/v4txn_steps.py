@@ -45,6 +45,7 @@ class Steps(StepEncoding):
     """The v4 encoding at one configuration of ``models/v4txn``: state variables, actions,
     property formulas, and the Python state each variable stands for."""
 
+    model = "v4-txn"
     properties = ("read-committed", "committed-never-filtered", "tc-state-machine")
     liveness = ("end-txn-completes",)
     # weakly fair: every step of the TC, the brokers and the dispatcher (invariants/v4txn SYSTEM)
@@ -55,6 +56,7 @@ class Steps(StepEncoding):
         if config.snapshots or config.acks or config.topics != 1:
             raise ValueError("the step-for-step encoding covers one topic without snapshots or acks")
         self.variant = config.variant
+        self.fixes = self.fixes_of(config.variant)
         self.txns = tuple(range(1, config.txns + 1))
         self.legacy = self.legacy_log(config)
         self.ids = self.txns + tuple(sorted({t for _, t in self.legacy if t} - set(self.txns)))
@@ -128,7 +130,7 @@ class Steps(StepEncoding):
     def actions(self, v) -> dict:
         """Action label -> (guard over ``v``, changes: variable name -> new value)."""
         out = {}
-        blocked = v["sealed"] if self.variant != "off-segment-markers" else z3.BoolVal(False)
+        blocked = v["sealed"] if "off-segment-markers" not in self.fixes else z3.BoolVal(False)
         for t in self.txns:
             phase, pub, tc, decided = v[f"phase{t}"], v[f"pub{t}"], v[f"tc{t}"], v[f"decided{t}"]
             out[f"new_txn({t})"] = (phase == IDLE, {f"tc{t}": OPEN, f"phase{t}": OPENED})
@@ -155,8 +157,8 @@ class Steps(StepEncoding):
                                                                                    f"failed{t}": True})
             commit = decided == COMMITTED if self.variant != "mutant:commit-marks-aborted" else z3.BoolVal(False)
             marker = z3.If(commit, C, A)
-            written = {f"side{t}": marker} if self.variant == "off-segment-markers" else _append(v, self, marker, t)
-            room = _room(v, self) if self.variant != "off-segment-markers" else z3.BoolVal(True)
+            written = {f"side{t}": marker} if "off-segment-markers" in self.fixes else _append(v, self, marker, t)
+            room = _room(v, self) if "off-segment-markers" not in self.fixes else z3.BoolVal(True)
             out[f"end_on_partition({t})"] = (z3.And(v[f"rpc{t}"] == SENT, v["ready"], z3.Not(blocked), room), {
                 **written, f"ongoing{t}": -1, f"rpc{t}": ANSWERED, f"aborted{t}": z3.Or(v[f"aborted{t}"],
                                                                                          z3.Not(commit))})

@@ -1,20 +1,29 @@
 """The ``pulsar-verify`` command line.
 
-Exit codes: 0 every property holds within the bounds (or a replayed violation
-no longer reproduces); 1 a violation was found (or reproduced); 2 usage error
-or invalid input, with a one-line message and no traceback.
+Exit codes, the only ways out: 0 every property holds within the bounds (or a replayed
+violation no longer reproduces); 1 a violation was found (or reproduced); 2 bad input or
+environment, one line on stderr and no traceback; 3 an internal error, one line naming the
+log file that holds the traceback. Whatever a command reads or writes is checked before
+its work starts, and its output directory is replaced whole or not at all.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
+import time
+import traceback
 from pathlib import Path
 
 from . import __version__, registry
-from .explorer import Result, explore, stderr_progress
+from .engines import run_exploration, write_results
+from .explorer import Result, stderr_progress
+from .findings import EXPECTATIONS
 from .itf import trace_document, write_trace
 from .model import UsageError
+from .outdir import replacing, write_text
 from .show import render_trace
 
 DEFAULT_OUT = Path("out")
@@ -67,6 +76,9 @@ def parser() -> argparse.ArgumentParser:
                     "engine keeps its checkpoint in OUT/spark and continues from it when run again")
     ex.add_argument("--fresh", action="store_true", help="engine spark: discard the checkpoint in OUT first")
     ex.add_argument("--conf", action="append", metavar="KEY=VALUE", help="engine spark: a Spark setting")
+    ex.add_argument("--start-timeout", type=_positive, metavar="SECONDS",
+                    help="engine spark, spark:// master: the longest wait for the master to run a first job "
+                         "(default 60); a peer that is no Spark master, or has no worker, fails then")
     ex.add_argument("--partitions", type=_positive, help="engine spark: partitions of the frontier and visited "
                     "set (default: the master's parallelism; more for runs of millions of states)")
     ex.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
@@ -107,7 +119,7 @@ def parser() -> argparse.ArgumentParser:
     rv.add_argument("--nightly", action="store_true",
                     help="also the Spark-scale bound sets, Hypothesis with the nightly profile, and the Z3 obligations "
                          "that take minutes")
-    rv.add_argument("--expectations", type=Path, default=registry.REPO_ROOT / "expectations.json",
+    rv.add_argument("--expectations", type=Path, default=EXPECTATIONS,
                     help="expected verdict of every (model, variant, property)")
     rv.add_argument("--update-expectations", action="store_true",
                     help="record this run's verdicts as the expected ones (deliberately)")
@@ -119,13 +131,15 @@ def cmd_list(args) -> int:
     for cls in registry.all_models():
         rows.append({
             "model": cls.name, "title": cls.title, "source": cls.source,
-            "variants": [{"name": v.name, "kind": v.kind, "description": v.description} for v in cls.variants],
+            "variants": [{"name": v.name, "kind": v.kind, "fixes": sorted(v.fixes), "description": v.description}
+                         for v in cls.variants],
             "params": {k: {"default": p.default, "help": p.help} for k, p in cls.params.items()},
             "bounds": {name: {**{k: p.default for k, p in cls.params.items()}, **values}
                        for name, values in cls.presets.items()},
             "large_bounds": list(cls.large_presets),
             "properties": [{"id": p.id, "kind": p.kind, "statement": p.statement, "section": p.section,
-                            "variants": list(p.variants) if p.variants else "all"} for p in cls.properties],
+                            **({"fair": list(p.fair)} if p.kind == "liveness" else {})}
+                           for p in cls.checked_properties()],
         })
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -147,43 +161,21 @@ def cmd_list(args) -> int:
     return 0
 
 
-def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False, liveness=True,
-                    master="local[*]", progress=None, out: Path | None = None, fresh=False,
-                    conf: dict | None = None, partitions: int | None = None) -> Result:
-    if engine == "spark":
-        from spark_checks.bfs import explore_spark
-        from spark_checks.session import spark_session
-        return explore_spark(model, max_depth=max_depth, max_states=max_states, master=master,
-                             progress=progress, out=out, fresh=fresh, stop_at_first=stop_at_first,
-                             graph=None if liveness else False,
-                             spark=spark_session(master, conf_pairs=conf), partitions=partitions)
-    result, _ = explore(model, max_depth=max_depth, max_states=max_states, stop_at_first=stop_at_first,
-                        check_liveness=liveness,
-                        progress=progress)
-    return result
-
-
-def write_violations(model, result: Result, out: Path) -> None:
-    for v in result.violations:
-        doc = trace_document(model, v.states, v.actions, v.as_dict(), v.loop)
-        result.trace_files.append(write_trace(out / f"{v.prop.id}.itf.json", doc))
-
-
 def cmd_explore(args) -> int:
     model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds)
-    out = args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds
+    out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds).absolute()
     progress = None if (args.quiet or args.json) else stderr_progress
-    if not args.json:
-        print(f"exploring {model.name} [{model.config!r}] engine={args.engine}", file=sys.stderr)
-    result = run_exploration(model, args.engine, max_depth=args.max_depth, max_states=args.max_states,
-                             stop_at_first=args.stop_at_first, liveness=not args.no_liveness, master=args.master,
-                             progress=progress, out=out,
-                             fresh=args.fresh, conf=_settings(args.conf, "--conf"), partitions=args.partitions)
-    if progress:
-        sys.stderr.write("\n")
-    write_violations(model, result, out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(result.summary(), indent=2) + "\n")
+    with replacing(out, keep=("spark",)) as staging:
+        if not args.json:
+            print(f"exploring {model.name} [{model.config!r}] engine={args.engine}", file=sys.stderr)
+        result = run_exploration(model, args.engine, max_depth=args.max_depth, max_states=args.max_states,
+                                 stop_at_first=args.stop_at_first, liveness=not args.no_liveness,
+                                 master=args.master, progress=progress, out=out, fresh=args.fresh,
+                                 conf=_settings(args.conf, "--conf"), partitions=args.partitions,
+                                 start_timeout=args.start_timeout)
+        if progress:
+            sys.stderr.write("\n")
+        write_results(model, result, staging, out)
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:
@@ -203,10 +195,9 @@ def human_summary(model, r: Result) -> str:
     if model.liveness and not r.liveness_checked:
         lines.append("  liveness: not checked (exploration incomplete, or --no-liveness)")
     failed = {v.prop.id for v in r.violations}
-    unchecked = set() if r.liveness_checked else {p.id for p in model.liveness}
-    for p in model.props:
-        verdict = "VIOLATED" if p.id in failed else "not checked" if p.id in unchecked else "holds   "
-        lines.append(f"  {verdict} {p.id}")
+    for pid, _ in r.properties:
+        verdict = "VIOLATED" if pid in failed else "holds   " if pid in r.properties_checked else "not checked"
+        lines.append(f"  {verdict} {pid}")
     for v, path in zip(r.violations, r.trace_files):
         lines.append(f"\n{v.prop.kind} {v.prop.id} violated ({v.prop.statement}; {v.prop.section}), "
                      f"{v.length} steps:")
@@ -216,21 +207,21 @@ def human_summary(model, r: Result) -> str:
 
 
 def cmd_swarm(args) -> int:
-    from spark_checks.swarm import swarm
+    from pulsar_verify.spark_checks.swarm import swarm
     model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds)
-    out = args.out or DEFAULT_OUT / "swarm" / model.name / model.config.variant / args.bounds
-    spark = None
-    if args.engine == "spark":
-        from spark_checks.session import spark_session
-        spark = spark_session(args.master, conf_pairs=_settings(args.conf, "--conf"))
-    result = swarm(model, walks=args.walks, steps=args.steps, seed=args.seed, engine=args.engine,
-                   master=args.master, spark=spark)
-    for v in result.violations:
-        info = {**v.as_dict(), "walk_seed": result.seeds[v.prop.id], "swarm_seed": args.seed}
-        result.trace_files.append(write_trace(out / f"{v.prop.id}.itf.json", trace_document(model, v.states,
-                                                                                            v.actions, info)))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(result.summary(), indent=2) + "\n")
+    out = Path(args.out or DEFAULT_OUT / "swarm" / model.name / model.config.variant / args.bounds).absolute()
+    with replacing(out) as staging:
+        spark = None
+        if args.engine == "spark":
+            from pulsar_verify.spark_checks.session import spark_session
+            spark = spark_session(args.master, conf_pairs=_settings(args.conf, "--conf"))
+        result = swarm(model, walks=args.walks, steps=args.steps, seed=args.seed, engine=args.engine,
+                       master=args.master, spark=spark)
+        for v in result.violations:
+            info = {**v.as_dict(), "walk_seed": result.seeds[v.prop.id], "swarm_seed": args.seed}
+            write_trace(staging / f"{v.prop.id}.itf.json", trace_document(model, v.states, v.actions, info))
+            result.trace_files.append(out / f"{v.prop.id}.itf.json")
+        write_text(staging / "summary.json", json.dumps(result.summary(), indent=2) + "\n")
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:
@@ -253,8 +244,8 @@ def cmd_replay(args) -> int:
 
 
 def cmd_prove(args) -> int:
-    from properties import registry as obligations
-    from properties.obligations import PROVED
+    from pulsar_verify.properties import registry as obligations
+    from pulsar_verify.properties.obligations import PROVED
     chosen = obligations()
     if args.model:
         cls = registry.model_class(args.model)
@@ -282,124 +273,37 @@ def cmd_prove(args) -> int:
 
 
 def cmd_review(args) -> int:
-    from . import report
-    from .hypo import run_machine
+    from . import review
 
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     for e in engines:
-        if e not in ("local", "spark"):
-            raise UsageError(f"--engines: unknown engine {e!r} (known: local, spark)")
+        if e not in review.ENGINES:
+            raise UsageError(f"--engines: unknown engine {e!r} (known: {', '.join(review.ENGINES)})")
     classes = ([registry.model_class(n.strip()) for n in args.models.split(",") if n.strip()]
                if args.models else registry.all_models())
-    expected = _read_expectations(args.expectations)
-    rows, hypothesis, errors = [], {}, []
-    for cls in classes:
-        presets = list(cls.in_process_presets()) + (list(cls.large_presets) if args.nightly else [])
-        for variant in cls.variant_names():
-            for preset in presets:
-                model = cls(cls.make_config(variant, preset=preset))
-                # Spark runs the default bounds and, at night, the large ones: its per-level overhead
-                # buys nothing on the small runs; the large ones run on Spark alone.
-                if preset in cls.large_presets:
-                    runs = ["spark"] if "spark" in engines else ["local"]
-                else:
-                    runs = [e for e in engines if e == "local" or preset == "default"]
-                for engine in runs:
-                    out = args.out / model.name / variant / preset / engine
-                    try:
-                        r = run_exploration(model, engine, master=args.master, out=out, fresh=True)
-                    except UsageError:
-                        raise
-                    except Exception as exc:  # a model bug: reported, and the rest of the review goes on
-                        errors.append(f"{model.name} {variant} {preset} {engine}: {type(exc).__name__}: {exc}")
-                        print(f"model error: {errors[-1]}", file=sys.stderr, flush=True)
-                        continue
-                    write_violations(model, r, out)
-                    out.mkdir(parents=True, exist_ok=True)
-                    (out / "summary.json").write_text(json.dumps(r.summary(), indent=2) + "\n")
-                    rows.append((model.name, variant, preset, engine, model, r))
-                    print(f"{model.name:<9} {variant:<36} {preset:<14} {engine:<6} {r.distinct_states:>9,} states "
-                          f"{r.seconds:7.2f}s  violated: {', '.join(v.prop.id for v in r.violations) or '-'}",
-                          flush=True)
-        for variant in _hypothesis_variants(cls):
-            model = cls(cls.make_config(variant, values=cls.hypothesis_bounds))
-            examples, failed = run_machine(model, args.out / cls.name / variant / "hypothesis", args.nightly)
-            hypothesis[cls.name, variant] = (examples, failed)
-            print(f"{cls.name:<9} {variant:<36} hypothesis {examples} examples  violated: "
-                  f"{', '.join(sorted(failed)) or '-'}", flush=True)
-    from properties import registry as obligations
-    proofs: dict = {}
-    for o in obligations():
-        if o.model in {cls.name for cls in classes} and (args.nightly or not o.minutes):
-            v = o.run()
-            proofs.setdefault(o.model, []).append((o, v))
-            print(f"{o.model:<9} {'z3 ' + o.name:<36} {', '.join(o.variants):<24} {v.status} ({v.seconds:.2f}s)",
-                  flush=True)
-    table = report.cells(rows, hypothesis)
-    got = report.verdicts(table)
-    mismatches = None if args.update_expectations else report.compare(expected, got)
-    args.out.mkdir(parents=True, exist_ok=True)
-    for cls in classes:
-        pngs = report.plots(args.out, cls.name, rows)
-        (args.out / f"{cls.name}.md").write_text(report.model_page(cls, table, rows, pngs, proofs.get(cls.name)))
-    index = report.index_page(classes, table, rows, mismatches)
-    errors_md = ["", "## Model errors", ""] + [f"- {e}" for e in errors] if errors else []
-    (args.out / "index.md").write_text(index + "\n".join(sealed_comparison(rows) + errors_md) + "\n")
-    print(f"report: {args.out / 'index.md'}")
-    if errors:
-        print(f"pulsar-verify: {len(errors)} runs failed with a model error (listed in the report)", file=sys.stderr)
-        return 1
-    if args.update_expectations:
-        merged = {**expected, **got}
-        args.expectations.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
-        print(f"expectations recorded: {args.expectations}")
-        return 0
-    for line in mismatches:
-        print(f"verdict changed: {line}", file=sys.stderr)
-    if mismatches:
-        print(f"pulsar-verify: {len(mismatches)} verdicts differ from {args.expectations} "
-              f"(--update-expectations records them if the change is meant)", file=sys.stderr)
-    return 1 if mismatches else 0
-
-
-def _hypothesis_variants(cls) -> list[str]:
-    """As written, and the variant with every fix (or the only fix)."""
-    names = cls.variant_names()
-    fixes = [v.name for v in cls.variants if v.kind == "fix"]
-    best = "all-fixes" if "all-fixes" in names else (fixes[0] if fixes else None)
-    return ["as-written"] + ([best] if best else []) if cls.hypothesis_bounds else []
-
-
-def _read_expectations(path: Path) -> dict:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: not a readable expectations file: {exc}") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: not an expectations file: expected an object of models")
-    return data
-
-
-def sealed_comparison(rows) -> list[str]:
-    """v4 (in-stream markers) against PIP-473 on the scenario PIP-473 exists for: a segment
-    sealed mid-transaction (bounds ``sealed`` of both models, in-process)."""
-    cells = {}
-    for name, variant, preset, engine, _, r in rows:
-        if name in ("v4-txn", "pip-473") and variant == "as-written" and preset == "sealed" and engine == "local":
-            stall = next((v for v in r.violations if v.prop.id == "end-txn-completes"), None)
-            cells[name] = (f"violated: {stall.length}-step lasso" if stall else
-                           "holds" if r.liveness_checked else "not checked")
-    if len(cells) < 2:
-        return []
-    return ["", "## A segment sealed mid-transaction: v4 against PIP-473", "",
-            "| model | end-txn-completes (bounds `sealed`) |", "|---|---|",
-            f"| v4-txn (in-stream markers) | {cells['v4-txn']} |", f"| pip-473 (metadata-driven) | {cells['pip-473']} |"]
+    return review.run(classes, engines=engines, out=args.out.absolute(), master=args.master, nightly=args.nightly,
+                      expectations=args.expectations, update=args.update_expectations)
 
 
 COMMANDS = {"list": cmd_list, "explore": cmd_explore, "swarm": cmd_swarm, "replay": cmd_replay, "prove": cmd_prove,
             "review": cmd_review}
+
+
+def internal_error(exc: BaseException) -> str:
+    """Write the traceback to a log file of its own and return the one line that names it."""
+    log_dir = Path(os.environ.get("PULSAR_VERIFY_LOG_DIR") or tempfile.gettempdir())
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f"pulsar-verify-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log",
+                                    dir=log_dir)
+        with os.fdopen(fd, "w") as log:
+            log.write(f"pulsar-verify {__version__}: {' '.join(sys.argv)}\n")
+            log.write("".join(traceback.format_exception(exc)))
+        where = f"traceback in {name}"
+    except OSError as err:
+        where = f"no log written ({err.strerror})"
+    return f"pulsar-verify: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} " \
+           f"({where})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -412,6 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\npulsar-verify: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # the file system or the network: the environment, not the design
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"pulsar-verify: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(internal_error(exc), file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

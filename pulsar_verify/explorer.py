@@ -17,9 +17,8 @@ from typing import Any, Callable
 import attrs
 
 from .fingerprint import fingerprint
-from .model import Action, Model, Property
+from .model import DEADLOCK, Action, Model, Property
 
-DEADLOCK = Property("deadlock", "Every non-terminal state has a successor", "-", "deadlock")
 
 
 @attrs.define
@@ -61,6 +60,12 @@ class Result:
     liveness_checked: bool = False
     unreachable_goal: dict = attrs.Factory(dict)  # liveness id -> count of states that can never reach it
     trace_files: list = attrs.Factory(list)
+    properties: list = attrs.Factory(list)  # (id, kind) of every property the model was run with
+
+    @property
+    def properties_checked(self) -> list[str]:
+        """The ids of the properties this run decided: liveness only when it was checked."""
+        return [pid for pid, kind in self.properties if kind != "liveness" or self.liveness_checked]
 
     @property
     def states_per_second(self) -> float:
@@ -79,8 +84,17 @@ class Result:
             "coverage": self.coverage, "never_fired": self.never_fired,
             "violations": [v.as_dict() for v in self.violations],
             "liveness_checked": self.liveness_checked, "unreachable_goal": self.unreachable_goal,
+            "properties_checked": self.properties_checked,
+            "properties_not_checked": [pid for pid, _ in self.properties if pid not in self.properties_checked],
             "level_sizes": self.level_sizes, "trace_files": [str(p) for p in self.trace_files],
         }
+
+
+def run_with(model: Model) -> list[tuple[str, str]]:
+    """(id, kind) of the properties a run of ``model`` checks: all declared (or the one ``only`` kept),
+    and deadlock freedom."""
+    kept = {p.id for p in (*model.invariants, *model.action_properties, *model.liveness)}
+    return [(p.id, p.kind) for p in (*model.props, DEADLOCK) if p.id in kept or p is DEADLOCK]
 
 
 def states_along(model: Model, state, actions) -> list:
@@ -143,7 +157,7 @@ class Explorer:
 
     def _run(self) -> Result:
         model = self.model
-        result = Result(model.name, model.config.variant, model.config.as_dict())
+        result = Result(model.name, model.config.variant, model.config.as_dict(), properties=run_with(model))
         started = time.perf_counter()
         canonicalize = model.canonicalize
         symmetric = type(model).canonicalize is not Model.canonicalize

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import attrs
 
-from . import registry
+from . import catalogue, registry
 from .explorer import explore
 from .itf import trace_document, write_trace
-from .model import UsageError
+from .model import ModelDefinitionError, UsageError
 
-FINDINGS_DIR = registry.REPO_ROOT / "findings"
+FINDINGS_DIR = Path(catalogue.__file__).parent  # findings/ in a checkout, pulsar_verify/catalogue installed
+EXPECTATIONS = FINDINGS_DIR / "expectations.json"
 
 
 @attrs.frozen
@@ -43,10 +44,18 @@ class Finding:
 
 
 def catalogue(model: str) -> list[Finding]:
+    """The model's findings; each names a property, bound set and fix variant the model has."""
     path = FINDINGS_DIR / model / "index.json"
     if not path.exists():
         return []
-    return [Finding(model=model, **entry) for entry in json.loads(path.read_text())]
+    found = [Finding(model=model, **entry) for entry in json.loads(path.read_text())]
+    cls = registry.model_class(model)
+    for f in found:
+        for what, name, known in (("property", f.property, cls.property_ids()), ("bounds", f.bounds, cls.presets),
+                                  ("fix variant", f.fix, cls.variant_names())):
+            if name not in known:
+                raise ModelDefinitionError(f"{path}: finding {f.name} names {what} {name!r}, which {model} lacks")
+    return found
 
 
 def only(model, prop: str):

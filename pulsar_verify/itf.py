@@ -43,10 +43,8 @@ def to_itf(v: Any) -> Any:
 
 def from_itf(v: Any) -> Any:
     """Decode an ITF value into plain Python data (records become dicts)."""
-    if isinstance(v, (bool, str)) or v is None:
+    if isinstance(v, (bool, str, int)) or v is None:
         return v
-    if isinstance(v, (int, float)):
-        return int(v)
     if isinstance(v, list):
         return tuple(from_itf(x) for x in v)
     if isinstance(v, dict):
@@ -112,5 +110,7 @@ def write_trace(path: Path, doc: dict) -> Path:
 
 
 def action_of(entry: dict) -> Action:
-    picks = entry.get("mbt::nondetPicks", {})
-    return Action(entry["mbt::actionTaken"], tuple((k, from_itf(v)) for k, v in picks.items()))
+    name, picks = entry["mbt::actionTaken"], entry.get("mbt::nondetPicks", {})
+    if not isinstance(name, str) or not isinstance(picks, dict):
+        raise ValueError("'mbt::actionTaken' must be a string and 'mbt::nondetPicks' an object")
+    return Action(name, tuple((k, from_itf(v)) for k, v in picks.items()))

@@ -3,11 +3,13 @@
 A model (after Stateright's ``StateMachine``) has a name, a typed config with
 bounds, fault switches and a ``variant``, initial states, ``actions(state)``
 enumerating enabled actions as plain data, and a deterministic
-``next_state(state, action)``. Properties are registered on the model class
-with an id, a one-line statement and the PIP section they come from.
+``next_state(state, action)``. Its properties are declared once, as data: a
+``PropertySet`` named ``PROPERTIES`` in the module the class names in
+``properties_from``. Nothing imported before or after can change them.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import attrs
@@ -39,6 +41,11 @@ class UsageError(Exception):
     """A bad request from the user (unknown model, variant, bound...): one line, exit 2."""
 
 
+class ModelDefinitionError(UsageError):
+    """A model whose declaration names something it does not have (an action in a fairness set,
+    a variant, a duplicate property id): one line naming it, exit 2."""
+
+
 @attrs.frozen
 class Property:
     """A registered property.
@@ -56,10 +63,40 @@ class Property:
     trigger: Callable | None = None
     goal: Callable | None = None
     fair: tuple = ()
-    variants: tuple | None = None  # None: every variant
 
-    def applies_to(self, variant: str) -> bool:
-        return self.variants is None or variant in self.variants
+
+DEADLOCK = Property("deadlock", "Every non-terminal state has a successor", "-", "deadlock")
+
+
+class PropertySet:
+    """A model's properties in the order they are declared, each with its id, one-line
+    statement and the PIP section it comes from. A module declares one, ``PROPERTIES``."""
+
+    def __init__(self, *shared: Property):
+        self.items: list[Property] = list(shared)
+
+    def invariant(self, id: str, statement: str, section: str):
+        def register(fn: Callable[["Model", Any], bool]):
+            self.items.append(Property(id, statement, section, "invariant", fn))
+            return fn
+        return register
+
+    def action_property(self, id: str, statement: str, section: str):
+        def register(fn: Callable[["Model", Any, Action, Any], bool]):
+            self.items.append(Property(id, statement, section, "action", fn))
+            return fn
+        return register
+
+    def leads_to(self, id: str, statement: str, section: str, *, goal: Callable, fair: Iterable[str],
+                 trigger: Callable | None = None) -> Property:
+        """Declare ``trigger ~> goal`` (default trigger: every state), assuming the
+        ``fair`` actions weakly fair."""
+        prop = Property(id, statement, section, "liveness", trigger=trigger, goal=goal, fair=tuple(fair))
+        self.items.append(prop)
+        return prop
+
+    def get(self, pid: str) -> Property:
+        return next(p for p in self.items if p.id == pid)
 
 
 @attrs.frozen
@@ -71,40 +108,54 @@ class Param:
     choices: tuple | None = None  # the allowed values of a str setting
 
     def parse(self, name: str, text: str) -> Any:
+        """A value given as text (``--set name=text``), checked as ``check`` does."""
         kind = type(self.default)
         if kind is bool:
             if text.lower() in ("1", "true", "yes", "on"):
                 return True
             if text.lower() in ("0", "false", "no", "off"):
                 return False
-            raise UsageError(f"--set {name}: expected true or false, got {text!r}")
+            raise UsageError(f"setting {name}: expected true or false, got {text!r}")
         if kind is int:
             try:
-                value = int(text)
+                return self.check(name, int(text))
             except ValueError:
-                raise UsageError(f"--set {name}: expected an integer, got {text!r}") from None
-            if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
-                raise UsageError(f"--set {name}={value}: out of range [{self.lo}, {self.hi}]")
-            return value
-        if self.choices is not None and text not in self.choices:
-            raise UsageError(f"--set {name}={text}: expected one of {', '.join(self.choices)}")
-        return text
+                raise UsageError(f"setting {name}: expected an integer, got {text!r}") from None
+        return self.check(name, text)
+
+    def check(self, name: str, value: Any) -> Any:
+        """A typed value (from a trace file, or parsed): of the default's type, within range or choices."""
+        kind = type(self.default)
+        if type(value) is not kind:  # bool is not an int here, nor 1.7 an int
+            raise UsageError(f"setting {name}: expected {kind.__name__}, got {type(value).__name__} {value!r}")
+        if kind is int and ((self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi)):
+            raise UsageError(f"setting {name}={value}: out of range [{self.lo}, {self.hi}]")
+        if kind is str and self.choices is not None and value not in self.choices:
+            raise UsageError(f"setting {name}={value}: expected one of {', '.join(self.choices)}")
+        return value
 
 
 @attrs.frozen
 class Variant:
+    """One version of a model's design. ``fixes`` is the set of fixes it applies, computed
+    here once: none as written, its own for a fix, all of them for ``all-fixes``. A mutant
+    is ``all-fixes`` plus one deliberate mistake (named by the variant), so a property it
+    breaks is broken by that mistake alone: every property holds under ``all-fixes``."""
+
     name: str
     description: str
     kind: str = "fix"  # as-written | fix | mutant (deliberately broken, for checking the checks)
+    fixes: frozenset = frozenset()
 
 
 def variants_of(as_written: str, fixes: dict[str, str], mutants: dict[str, str]) -> tuple:
-    """``as-written``, each named fix, ``all-fixes`` (when there are several), then the mutants."""
+    """``as-written``, each named fix, ``all-fixes`` (when there is any fix), then the mutants."""
+    every = frozenset(fixes)
     out = [Variant("as-written", as_written, "as-written")]
-    out += [Variant(name, desc, "fix") for name, desc in fixes.items()]
-    if len(fixes) > 1:
-        out.append(Variant("all-fixes", "every fix above together", "fix"))
-    return tuple(out + [Variant(name, desc, "mutant") for name, desc in mutants.items()])
+    out += [Variant(name, desc, "fix", frozenset({name})) for name, desc in fixes.items()]
+    if fixes:
+        out.append(Variant("all-fixes", "every fix above together", "fix", every))
+    return tuple(out + [Variant(name, desc, "mutant", every) for name, desc in mutants.items()])
 
 
 class Config:
@@ -151,19 +202,75 @@ class Model:
     # For sequence diagrams: action label -> "Sender->>Receiver", where a name may use the action's
     # parameters ("Broker{broker}"); a label not listed is drawn as a step of the system.
     sequence: dict[str, str] = {}
-    properties: list[Property] = []
     action_labels: Sequence[str] = ()  # every action label the model can produce
-
-    def __init_subclass__(cls, **kw):
-        super().__init_subclass__(**kw)
-        cls.properties = list(cls.properties)  # each model owns its registry
+    # The module whose ``PROPERTIES`` (a PropertySet) are this model's properties; by default
+    # the model's own module.
+    properties_from: str = ""
 
     def __init__(self, config: Config):
         self.config = config
-        self.props = [p for p in self.properties if p.applies_to(config.variant)]
+        self.variant = self.variant_named(config.variant)
+        self.fixes = self.variant.fixes
+        self.props = list(self.declared_properties())
         self.invariants = [p for p in self.props if p.kind == "invariant"]
         self.action_properties = [p for p in self.props if p.kind == "action"]
         self.liveness = [p for p in self.props if p.kind == "liveness"]
+
+    # -- declaration -----------------------------------------------------------
+    @classmethod
+    def declared_properties(cls) -> tuple[Property, ...]:
+        """The model's properties, read once from ``properties_from`` and checked against the
+        model: the same whatever else was imported before, and under any reload."""
+        cached = cls.__dict__.get("_declared")
+        if cached is None:
+            module = importlib.import_module(cls.properties_from or cls.__module__)
+            declared = getattr(module, "PROPERTIES", None)
+            if not isinstance(declared, PropertySet):
+                raise ModelDefinitionError(f"model {cls.name}: {module.__name__} declares no PROPERTIES "
+                                           f"(a PropertySet)")
+            cached = tuple(declared.items)
+            cls.check_declaration(cached)
+            cls._declared = cached
+        return cached
+
+    @classmethod
+    def check_declaration(cls, props: Sequence[Property]) -> None:
+        """Every name a declaration uses is the model's own: property ids are unique and each
+        fairness set names actions the model has."""
+        seen = set()
+        for p in props:
+            if p.id in seen:
+                raise ModelDefinitionError(f"model {cls.name}: property {p.id!r} is declared twice")
+            seen.add(p.id)
+            if p.kind not in ("invariant", "action", "liveness"):
+                raise ModelDefinitionError(f"model {cls.name}: property {p.id!r} has unknown kind {p.kind!r}")
+            unknown = sorted(set(p.fair) - set(cls.action_labels))
+            if unknown:
+                raise ModelDefinitionError(f"model {cls.name}: the fairness set of {p.id!r} names "
+                                           f"{', '.join(unknown)}, which the model has no action for")
+            if p.kind == "liveness" and not p.fair:
+                raise ModelDefinitionError(f"model {cls.name}: liveness property {p.id!r} has no fair action")
+
+    @classmethod
+    def checked_properties(cls) -> tuple[Property, ...]:
+        """What every exploration of the model checks: its declared properties, then deadlock freedom."""
+        return (*cls.declared_properties(), DEADLOCK)
+
+    @classmethod
+    def property_ids(cls) -> list[str]:
+        return [p.id for p in cls.checked_properties()]
+
+    @classmethod
+    def variant_named(cls, name: str) -> Variant:
+        for v in cls.variants:
+            if v.name == name:
+                return v
+        raise UsageError(f"unknown variant {name!r} of model {cls.name} (known: {', '.join(cls.variant_names())})")
+
+    @classmethod
+    def best_variant(cls) -> str | None:
+        """``all-fixes``: the variant every property must hold for (None for a model without fixes)."""
+        return "all-fixes" if "all-fixes" in cls.variant_names() else None
 
     # -- configuration -------------------------------------------------------
     @classmethod
@@ -178,47 +285,25 @@ class Model:
     @classmethod
     def make_config(cls, variant: str = "as-written", overrides: dict[str, str] | None = None,
                     values: dict[str, Any] | None = None, preset: str = "default") -> Config:
-        if variant not in cls.variant_names():
-            raise UsageError(f"unknown variant {variant!r} of model {cls.name} "
-                             f"(known: {', '.join(cls.variant_names())})")
+        """A config: the preset's bounds, then ``values`` (typed, e.g. from a trace file) and
+        ``overrides`` (text, from ``--set``), each checked against the parameter's type and range."""
+        cls.variant_named(variant)
         if preset not in cls.presets:
             raise UsageError(f"unknown bounds {preset!r} of model {cls.name} (known: {', '.join(cls.presets)})")
         vals = {k: p.default for k, p in cls.params.items()}
         vals.update(cls.presets[preset])
         for key, value in (values or {}).items():
-            if key not in cls.params:
-                raise UsageError(f"unknown setting {key!r} for model {cls.name} "
-                                 f"(known: {', '.join(cls.params) or 'none'})")
-            vals[key] = value
+            vals[key] = cls._param(key).check(key, value)
         for key, text in (overrides or {}).items():
-            if key not in cls.params:
-                raise UsageError(f"unknown setting {key!r} for model {cls.name} "
-                                 f"(known: {', '.join(cls.params) or 'none'})")
-            vals[key] = cls.params[key].parse(key, text)
+            vals[key] = cls._param(key).parse(key, text)
         return Config(variant, vals)
 
-    # -- property registration ---------------------------------------------
     @classmethod
-    def invariant(cls, id: str, statement: str, section: str, variants: tuple | None = None):
-        def register(fn: Callable[["Model", Any], bool]):
-            cls.properties.append(Property(id, statement, section, "invariant", fn, variants=variants))
-            return fn
-        return register
-
-    @classmethod
-    def action_property(cls, id: str, statement: str, section: str, variants: tuple | None = None):
-        def register(fn: Callable[["Model", Any, Action, Any], bool]):
-            cls.properties.append(Property(id, statement, section, "action", fn, variants=variants))
-            return fn
-        return register
-
-    @classmethod
-    def leads_to(cls, id: str, statement: str, section: str, *, goal: Callable, fair: Iterable[str],
-                 trigger: Callable | None = None, variants: tuple | None = None) -> None:
-        """Register ``trigger ~> goal`` (default trigger: every state), assuming the
-        ``fair`` actions weakly fair."""
-        cls.properties.append(Property(id, statement, section, "liveness", trigger=trigger, goal=goal,
-                                       fair=tuple(fair), variants=variants))
+    def _param(cls, key: str) -> Param:
+        if key not in cls.params:
+            raise UsageError(f"unknown setting {key!r} for model {cls.name} "
+                             f"(known: {', '.join(cls.params) or 'none'})")
+        return cls.params[key]
 
     # -- the state machine -------------------------------------------------
     def init_states(self) -> list[Any]:

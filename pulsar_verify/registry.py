@@ -1,36 +1,55 @@
-"""Where each model lives. Models are imported lazily so ``list`` and errors stay fast."""
+"""Where each model lives: the ``pulsar_verify.models`` entry points of every installed package.
+
+pulsar-verify registers its own models there, and a team registers the model of its own PIP
+the same way, in its own package's ``pyproject.toml``::
+
+    [project.entry-points."pulsar_verify.models"]
+    my-pip = "my_package.model:MyPipModel"
+
+Models are imported lazily, so ``list`` of one model and errors stay fast.
+"""
 from __future__ import annotations
 
 import importlib
-import sys
-from pathlib import Path
+from functools import lru_cache
+from importlib.metadata import entry_points
 
-from .model import Model, UsageError
+from .model import Model, ModelDefinitionError, UsageError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+GROUP = "pulsar_verify.models"
 
-MODELS: dict[str, str] = {
-    "pip-473": "invariants.pip473:Pip473",
-    "v4-txn": "invariants.v4txn:V4Txn",
-    "pip-373": "invariants.pip373:Pip373",
-    "pip-468": "invariants.pip468:Pip468",
-    "pip-477": "invariants.pip477:Pip477",
-    "toy-lock": "tests.toy_lock:LockModel",
-}
+
+@lru_cache(maxsize=1)
+def registered() -> dict[str, str]:
+    """Model name -> ``module:Class``, in the order pulsar-verify's own models are declared, then others'."""
+    out: dict[str, str] = {}
+    for ep in entry_points(group=GROUP):
+        if out.get(ep.name, ep.value) != ep.value:
+            raise ModelDefinitionError(f"model {ep.name!r} is registered twice: {out[ep.name]} and {ep.value}")
+        out[ep.name] = ep.value
+    if not out:
+        raise UsageError(f"no models are registered (entry point group {GROUP}): is pulsar-verify installed?")
+    return out
+
+
+def names() -> list[str]:
+    return list(registered())
 
 
 def model_class(name: str) -> type[Model]:
     try:
-        target = MODELS[name]
+        target = registered()[name]
     except KeyError:
-        raise UsageError(f"unknown model {name!r} (known: {', '.join(MODELS)})") from None
+        raise UsageError(f"unknown model {name!r} (known: {', '.join(registered())})") from None
     module, _, attr = target.partition(":")
-    if module.startswith("tests.") and str(REPO_ROOT) not in sys.path and (REPO_ROOT / "tests").is_dir():
-        sys.path.insert(0, str(REPO_ROOT))  # the kernel's own test model lives in tests/
     try:
-        return getattr(importlib.import_module(module), attr)
-    except ImportError as exc:
-        raise UsageError(f"model {name!r} cannot be loaded from {module}: {exc}") from None
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"model {name!r} cannot be loaded from {target}: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Model)) or cls.name != name:
+        raise ModelDefinitionError(f"entry point {name!r} names {target}, which is not the Model named {name!r}")
+    cls.declared_properties()  # the declaration is checked as the model is loaded
+    return cls
 
 
 def build(name: str, variant: str = "as-written", overrides: dict[str, str] | None = None,
@@ -40,4 +59,4 @@ def build(name: str, variant: str = "as-written", overrides: dict[str, str] | No
 
 
 def all_models() -> list[type[Model]]:
-    return [model_class(n) for n in MODELS]
+    return [model_class(n) for n in registered()]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -10,7 +11,7 @@ from . import registry
 from .explorer import DEADLOCK
 from .fingerprint import fingerprint
 from .itf import action_of, from_itf, state_vars
-from .model import Model, UsageError
+from .model import Model, Property, UsageError
 
 
 class TraceError(UsageError):
@@ -26,15 +27,22 @@ class Outcome:
     actions: tuple = attrs.field(default=(), eq=False, repr=False)
 
 
+KINDS = ("invariant", "action", "liveness", "deadlock")
+
+
 def load(path: str | Path) -> dict:
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_bytes().decode("utf-8")
     except OSError as exc:
         raise TraceError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TraceError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise TraceError(f"{path}: JSON nested too deeply") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("#meta"), dict):
         raise TraceError(f"{path}: not an ITF trace: no '#meta' object")
     if not isinstance(doc.get("states"), list) or not doc["states"]:
@@ -42,16 +50,51 @@ def load(path: str | Path) -> dict:
     return doc
 
 
-def model_for(doc: dict, path, variant: str | None = None) -> Model:
-    meta = doc["#meta"]
-    for key in ("model", "variant", "config", "violation"):
-        if key not in meta:
-            raise TraceError(f"{path}: '#meta' has no field '{key}'")
+def _field(meta: dict, key: str, kind: type, path) -> Any:
+    if key not in meta:
+        raise TraceError(f"{path}: '#meta' has no field '{key}'")
+    if not isinstance(meta[key], kind):
+        raise TraceError(f"{path}: '#meta.{key}' must be {'an object' if kind is dict else 'a string'}")
+    return meta[key]
+
+
+def decoded(v: Any, where: str, path) -> Any:
+    """An ITF value decoded, or a one-line error naming where it is in the file."""
     try:
-        values = {k: from_itf(v) for k, v in meta["config"].items()}
-        return registry.build(meta["model"], variant or meta["variant"], values=values)
-    except (UsageError, AttributeError, ValueError) as exc:
+        return from_itf(v)
+    except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+        raise TraceError(f"{path}: {where}: not an ITF value ({type(exc).__name__})") from None
+
+
+def model_for(doc: dict, path, variant: str | None = None) -> Model:
+    """The recorded model, variant and bounds; every setting passes the checks of ``--set``."""
+    meta = doc["#meta"]
+    name, recorded = _field(meta, "model", str, path), _field(meta, "variant", str, path)
+    config = _field(meta, "config", dict, path)
+    _field(meta, "violation", dict, path)
+    values = {k: decoded(v, f"'#meta.config.{k}'", path) for k, v in config.items()}
+    try:
+        return registry.build(name, variant or recorded, values=values)
+    except UsageError as exc:
         raise TraceError(f"{path}: {exc}") from None
+
+
+def recorded_property(model: Model, violation: dict, path) -> Property:
+    """The property the file says was violated: the model's own, of the recorded kind."""
+    pid, kind = violation.get("property"), violation.get("kind")
+    if kind not in KINDS:
+        raise TraceError(f"{path}: '#meta.violation.kind' must be one of {', '.join(KINDS)}, not {kind!r}")
+    if pid == DEADLOCK.id:
+        prop = DEADLOCK
+    else:
+        try:
+            prop = model.property(pid)
+        except (KeyError, TypeError):
+            raise TraceError(f"{path}: '#meta.violation.property': model {model.name} has no property "
+                             f"{pid!r}") from None
+    if prop.kind != kind:
+        raise TraceError(f"{path}: '#meta.violation': {pid!r} is of kind {prop.kind} in {model.name}, not {kind}")
+    return prop
 
 
 def replay(path: str | Path, variant: str | None = None) -> Outcome:
@@ -62,21 +105,16 @@ def replay(path: str | Path, variant: str | None = None) -> Outcome:
     doc = load(path)
     model = model_for(doc, path, variant)
     other = variant is not None and variant != doc["#meta"]["variant"]
-    violation = doc["#meta"]["violation"]
-    pid, kind = violation.get("property"), violation.get("kind")
-    prop = DEADLOCK if kind == "deadlock" else None
-    if prop is None:
-        try:
-            prop = model.property(pid)
-        except KeyError:
-            raise TraceError(f"{path}: '#meta.violation.property': model {model.name} variant "
-                             f"{model.config.variant} has no property {pid!r}") from None
+    prop = recorded_property(model, doc["#meta"]["violation"], path)
     entries = doc["states"]
 
     def vars_of(i, entry):
         if not isinstance(entry, dict) or "mbt::actionTaken" not in entry:
             raise TraceError(f"{path}: states[{i}]: missing 'mbt::actionTaken'")
         return {k: v for k, v in entry.items() if not k.startswith("#") and not k.startswith("mbt::")}
+
+    if prop.kind == "liveness" and "loop" not in doc:
+        raise TraceError(f"{path}: 'loop': a liveness trace needs the index its loop returns to")
 
     def mismatch(i, expected, got):
         names = sorted(k for k in set(expected) | set(got) if expected.get(k) != got.get(k))
@@ -93,7 +131,7 @@ def replay(path: str | Path, variant: str | None = None) -> Outcome:
         want = vars_of(i, entry)
         try:
             action = action_of(entry)
-        except (ValueError, TypeError, AttributeError) as exc:
+        except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
             raise TraceError(f"{path}: states[{i}]: bad action: {exc}") from None
         if action not in list(model.actions(state)):
             if other:
@@ -109,6 +147,7 @@ def replay(path: str | Path, variant: str | None = None) -> Outcome:
         actions.append(action)
 
     steps = len(actions)
+    loop_text = ""
     if prop.kind == "invariant":
         held = prop.check(model, states[-1])
     elif prop.kind == "action":
@@ -118,42 +157,52 @@ def replay(path: str | Path, variant: str | None = None) -> Outcome:
     elif prop.kind == "deadlock":
         held = bool(model.successors(states[-1])) or model.is_terminal(states[-1])
     else:
-        held = not _lasso_violates(model, prop, states, actions, doc.get("loop"), path, other)
+        loop = doc["loop"]
+        if isinstance(loop, bool) or not isinstance(loop, int) or not 0 <= loop < len(states):
+            raise TraceError(f"{path}: 'loop' must be a state index from 0 to {len(states) - 1}, not {loop!r}")
+        problem, loop_text = lasso_problem(model, prop, states, actions, loop)
+        if problem and not other:
+            raise TraceError(f"{path}: not a fair lasso of {model.name} violating {prop.id}: {problem}")
+        held = problem is not None
     if held:
         return Outcome(False, f"{prop.id} holds at the end of the replayed trace ({steps} steps): "
                               f"the violation no longer reproduces", steps, tuple(states), tuple(actions))
-    return Outcome(True, f"{prop.kind} {prop.id} violated after {steps} steps: {prop.statement}", steps,
+    return Outcome(True, f"{prop.kind} {prop.id} violated after {steps} steps: {prop.statement}" + loop_text, steps,
                    tuple(states), tuple(actions))
 
 
-def _lasso_violates(model, prop, states, actions, loop, path, other=False) -> bool:
-    if not isinstance(loop, int) or not 0 <= loop < len(states):
-        raise TraceError(f"{path}: 'loop': a liveness trace needs a loop index within the states")
+def lasso_problem(model, prop, states, actions, loop: int) -> tuple[str | None, str]:
+    """Why the trace is not a fair lasso on which ``prop`` fails (None if it is one), and a
+    description of its loop: where it starts, the fair actions enabled and taken in it."""
     last = len(states) - 1
-    if loop == last:  # stuttering forever: allowed only where no weakly fair action is enabled
-        cycle = [states[last]]
-        if any(a.name in prop.fair for a in model.actions(states[last])):
-            return False
-        taken = set()
+    if loop == last:  # stuttering forever: a fair lasso only where no weakly fair action is enabled
+        cycle, taken = [states[last]], set()
     else:
         if fingerprint(model.canonicalize(states[last])) != fingerprint(model.canonicalize(states[loop])):
-            if other:
-                return False  # under the other variant the loop no longer closes
-            raise TraceError(f"{path}: 'loop': the last state does not return to states[{loop}]")
-        cycle = states[loop:last]
-        taken = set(actions[loop:])
-    # The trigger must hold at a point from which the goal never holds again.
-    first_quiet = len(states)
-    for j in range(len(states) - 1, -1, -1):
-        if prop.goal(model, states[j]):
-            break
-        first_quiet = j
-    if first_quiet > loop:
-        return False
-    if not any(prop.trigger is None or prop.trigger(model, states[j]) for j in range(first_quiet, loop + 1)):
-        return False
+            return f"the last state does not return to states[{loop}]", ""
+        cycle, taken = states[loop:last], {a for a in actions[loop:] if a.name in prop.fair}
     always = None
     for s in cycle:
         enabled = {a for a in model.actions(s) if a.name in prop.fair}
         always = enabled if always is None else always & enabled
-    return not (always - taken)
+    text = (f"\n  loop: from state {loop} back to it" + (" (stutters there)" if loop == last else
+                                                       f", {last - loop} steps") +
+            f"\n  weakly fair actions enabled throughout the loop: {_names(always)}"
+            f"\n  weakly fair actions taken in the loop: {_names(taken)}")
+    if always - taken:
+        return f"{_names(always - taken)} stays enabled in the loop but is never taken", text
+    # The trigger must hold at a point from which the goal never holds again.
+    first_quiet = len(states)
+    for j in range(last, -1, -1):
+        if prop.goal(model, states[j]):
+            break
+        first_quiet = j
+    if first_quiet > loop:
+        return f"the goal of {prop.id} holds inside the loop", text
+    if not any(prop.trigger is None or prop.trigger(model, states[j]) for j in range(first_quiet, loop + 1)):
+        return f"the trigger of {prop.id} never holds where the goal stays false", text
+    return None, text
+
+
+def _names(actions) -> str:
+    return ", ".join(sorted(str(a) for a in actions)) or "none"

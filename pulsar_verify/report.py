@@ -47,8 +47,8 @@ def cells(rows, hypothesis: dict) -> dict:
     for name, variant, preset, engine, model, r in rows:
         if engine != "local":
             continue
-        for p in model.props:
-            c = out[name, variant, p.id]
+        for pid, _ in r.properties:
+            c = out[name, variant, pid]
             c.bounds += 1
             c.states += r.distinct_states
             c.incomplete |= not r.complete
@@ -189,7 +189,7 @@ def model_page(cls: type[Model], table: dict, rows, plots: list[str], proofs: li
              "## Properties by variant", "",
              "| property | statement | PIP section | " + " | ".join(f"`{v.name}`" for v in fixes) + " |",
              "|---|---|---|" + "---|" * len(fixes)]
-    for p in cls.properties:
+    for p in cls.checked_properties():
         row = [f"`{p.id}`", p.statement, p.section]
         row += [table[cls.name, v.name, p.id].markdown() if (cls.name, v.name, p.id) in table else "—"
                 for v in fixes]
@@ -226,7 +226,7 @@ def index_page(classes, table: dict, rows, mismatches: list[str] | None) -> str:
     body = []
     for cls in classes:
         names = [v.name for v in cls.variants]
-        best = "all-fixes" if "all-fixes" in names else next((v.name for v in cls.variants if v.kind == "fix"), None)
+        best = cls.best_variant()
 
         def summary(variant):
             cs = [c for (n, var, _), c in table.items() if n == cls.name and var == variant]
@@ -236,7 +236,7 @@ def index_page(classes, table: dict, rows, mismatches: list[str] | None) -> str:
             return f"{len(cs) - bad}/{len(cs)} hold" if bad else f"all {len(cs)} hold"
         states = sum(r.distinct_states for n, _, _, e, _, r in rows if n == cls.name)
         body.append(f"| {cls.title.split(':')[0]} | [`{cls.name}`]({cls.name}.md) | {len(names)} | "
-                    f"{len(cls.properties)} | {len(catalogue(cls.name))} | {summary('as-written')} | "
+                    f"{len(cls.checked_properties())} | {len(catalogue(cls.name))} | {summary('as-written')} | "
                     f"{summary(best) if best else '—'} | {states:,} |")
     lines = ["# pulsar-verify design review", "",
              "Each PIP's page gives every property by variant with the method behind the verdict, and each "
@@ -281,3 +281,19 @@ def plots(out: Path, name: str, rows) -> list[str]:
     ax.set(xscale="log", xlabel="transitions (log)", title=f"{name} as written: action coverage")
     ax.tick_params(axis="y", labelsize=7)
     return files + [save(fig, "coverage")]
+
+
+def sealed_comparison(rows) -> list[str]:
+    """v4 (in-stream markers) against PIP-473 on the scenario PIP-473 exists for: a segment
+    sealed mid-transaction (bounds ``sealed`` of both models, in-process)."""
+    cells = {}
+    for name, variant, preset, engine, _, r in rows:
+        if name in ("v4-txn", "pip-473") and variant == "as-written" and preset == "sealed" and engine == "local":
+            stall = next((v for v in r.violations if v.prop.id == "end-txn-completes"), None)
+            cells[name] = (f"violated: {stall.length}-step lasso" if stall else
+                           "holds" if r.liveness_checked else "not checked")
+    if len(cells) < 2:
+        return []
+    return ["", "## A segment sealed mid-transaction: v4 against PIP-473", "",
+            "| model | end-txn-completes (bounds `sealed`) |", "|---|---|",
+            f"| v4-txn (in-stream markers) | {cells['v4-txn']} |", f"| pip-473 (metadata-driven) | {cells['pip-473']} |"]

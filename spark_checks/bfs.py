@@ -38,7 +38,7 @@ from collections import Counter
 from pathlib import Path
 
 from pulsar_verify import registry
-from pulsar_verify.explorer import DEADLOCK, Result, Violation, peak_rss_mb, states_along
+from pulsar_verify.explorer import DEADLOCK, Result, Violation, peak_rss_mb, run_with, states_along
 from pulsar_verify.fingerprint import decode, encode, fingerprint, fingerprint_encoded
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import Action, Model, UsageError
@@ -525,7 +525,8 @@ class SparkExplorer:
 
     def _result(self, manifest: dict, complete: bool) -> Result:
         model = self.model
-        result = Result(model.name, model.config.variant, model.config.as_dict(), engine=f"spark[{self.sc.master}]")
+        result = Result(model.name, model.config.variant, model.config.as_dict(), engine=f"spark[{self.sc.master}]",
+                        properties=run_with(model))
         wanted = {fp: level for _, level, fp, _ in manifest["violated"]}
         paths = self._paths(wanted)
         violations = []

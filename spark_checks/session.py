@@ -1,6 +1,6 @@
 """Starting Spark: the embedded ``local[*]`` default, a standalone ``spark://`` master,
-or the session ``spark-submit`` made. A master that cannot be reached, or that
-runs no job, is a one-line error within a bounded time."""
+or the session ``spark-submit`` made. A master that cannot be reached, that is not a
+Spark master, or that runs no job, is a one-line error within a bounded time."""
 from __future__ import annotations
 
 import os
@@ -13,7 +13,8 @@ from pathlib import Path
 from pulsar_verify.model import UsageError
 
 CONNECT_SECONDS = 5.0
-FIRST_JOB_SECONDS = 60.0
+FIRST_JOB_SECONDS = 60.0  # spark://: the JVM, the context and a first job, all told
+LOCAL_START_SECONDS = 300.0  # local[N]: the JVM on a busy machine
 
 
 def check_reachable(master: str, timeout: float = CONNECT_SECONDS) -> None:
@@ -31,18 +32,29 @@ def check_reachable(master: str, timeout: float = CONNECT_SECONDS) -> None:
                              f"(waited at most {timeout:.0f} s)") from None
 
 
-def _first_job(sc, master: str, timeout: float) -> None:
-    """A standalone master may accept connections yet have no worker: the first job then
-    waits forever. Run a trivial one and give up after ``timeout`` seconds."""
-    done: list = []
-    thread = threading.Thread(target=lambda: done.append(sc.parallelize([0], 1).count()), daemon=True)
+def _within(start, seconds: float, master: str):
+    """``start()`` in a daemon thread, given at most ``seconds``: a peer that accepts TCP but is no
+    Spark master, or a master with no worker, then ends the run with one line, not a hang or a
+    Py4J traceback."""
+    outcome: list = []
+
+    def run():
+        try:
+            outcome.append((True, start()))
+        except Exception as exc:  # pyspark and Py4J raise plain Exceptions
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    thread.join(timeout)
-    if not done:
-        sc.cancelAllJobs()
-        sc.stop()
-        raise UsageError(f"Spark master {master} ran no job within {timeout:.0f} s "
-                         f"(no worker registered, or none with free cores)")
+    thread.join(seconds)
+    if not outcome:
+        raise UsageError(f"Spark master {master} did not start a job within {seconds:.0f} s (not a Spark master, "
+                         f"or no worker registered, or none with free cores)")
+    ok, value = outcome[0]
+    if not ok:
+        first = next((line for line in str(value).splitlines() if line.strip()), type(value).__name__)
+        raise UsageError(f"cannot start Spark with master {master}: {first}")
+    return value
 
 
 def spark_session(master: str, app: str = "pulsar-verify", log_path: Path | None = None,
@@ -86,14 +98,17 @@ def spark_session(master: str, app: str = "pulsar-verify", log_path: Path | None
     if log_path is None:
         log_path = Path(tempfile.gettempdir()) / "pulsar-verify-spark.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    try:
+
+    def start():
         with open(log_path, "ab") as log:
             gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
         sc = SparkContext(conf=conf, gateway=gateway)
-    except Exception as exc:  # pyspark raises plain Exceptions for a JVM that cannot start
-        raise UsageError(f"cannot start Spark with master {master}: {str(exc).splitlines()[0]} "
-                         f"(JVM log: {log_path})") from None
-    sc.setLogLevel("ERROR")
-    if master.startswith("spark://"):
-        _first_job(sc, master, first_job_seconds)
-    return SparkSession(sc)
+        sc.setLogLevel("ERROR")
+        if not local:
+            sc.parallelize([0], 1).count()  # a master with no worker accepts the app but runs nothing
+        return sc
+
+    try:
+        return SparkSession(_within(start, LOCAL_START_SECONDS if local else first_job_seconds, master))
+    except UsageError as exc:
+        raise UsageError(f"{exc} (JVM log: {log_path})") from None

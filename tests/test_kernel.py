@@ -1,4 +1,4 @@
-"""The kernel checked on its own small model (tests/toy_lock.py, counts derived there by hand)."""
+"""The kernel checked on its own small model (examples/toy-lock/toy_lock.py, counts derived there by hand)."""
 from __future__ import annotations
 
 import json
@@ -19,8 +19,8 @@ from pulsar_verify.model import Property
 from pulsar_verify.replay import replay
 from pulsar_verify.values import FrozenMap
 
-from .helpers import ROOT, cli
-from .toy_lock import CRITICAL, WAITING, LockState
+from .helpers import cli
+from toy_lock import CRITICAL, WAITING, LockState
 
 
 def lock(variant, **values):
@@ -195,16 +195,14 @@ def test_list_shows_properties_with_sections():
     assert proc.returncode == 0
     [toy] = [m for m in json.loads(proc.stdout) if m["model"] == "toy-lock"]
     assert {p["id"] for p in toy["properties"]} == {"mutual-exclusion", "lock-held-by-entrant",
-                                                    "critical-released"}
+                                                    "critical-released", "deadlock"}
     assert all(p["section"] for p in toy["properties"])
 
 
 SNIPPET = """
-import sys
-sys.path.insert(0, {root!r})
 from pulsar_verify.fingerprint import fingerprint
 from pulsar_verify.values import FrozenMap
-from tests.toy_lock import LockState
+from toy_lock import LockState
 s = LockState(pc=("idle", "critical"), lock=1)
 print(fingerprint(s), fingerprint((frozenset({{"a", "b", "c"}}), FrozenMap({{"x": 1, "y": 2}}))))
 """
@@ -213,7 +211,7 @@ print(fingerprint(s), fingerprint((frozenset({{"a", "b", "c"}}), FrozenMap({{"x"
 def test_fingerprints_equal_across_processes_with_different_hash_seeds():
     outs = set()
     for seed in ("0", "1", "12345"):
-        proc = subprocess.run([sys.executable, "-c", SNIPPET.format(root=str(ROOT))], capture_output=True,
+        proc = subprocess.run([sys.executable, "-c", SNIPPET.format()], capture_output=True,
                               text=True, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin"}, check=True)
         outs.add(proc.stdout)
     assert len(outs) == 1

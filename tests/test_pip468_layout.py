@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.pip468.layout import (ACTIVE, HASH_MAX, HashRange, LayoutError, SegmentInfo, SegmentLayout,
+from pulsar_verify.models.pip468.layout import (ACTIVE, HASH_MAX, HashRange, LayoutError, SegmentInfo, SegmentLayout,
                                   layout_problems)
 
 # "Metadata Store Schema", as printed in the PIP.

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from models.pip473 import Pip473
+from pulsar_verify.models.pip473 import Pip473
 from pulsar_verify import registry
 from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue
@@ -80,7 +80,7 @@ def test_every_property_fails_on_a_broken_variant(prop):
 
 
 def test_every_property_has_a_broken_witness():
-    assert set(BROKEN) == {p.id for p in Pip473.properties}
+    assert set(BROKEN) == {p.id for p in Pip473.declared_properties()}
 
 
 def test_v5_end_txn_completes_with_a_sealed_segment_where_v4_style_markers_cannot():

@@ -8,9 +8,9 @@ import json
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from models.pip477 import Pip477
-from models.pip477.proto import NewPositionInfo, OldPositionInfo, old_broker_rewrite, survives_old_broker
-from models.pip477.state import ATTR_KEY
+from pulsar_verify.models.pip477 import Pip477
+from pulsar_verify.models.pip477.proto import NewPositionInfo, OldPositionInfo, old_broker_rewrite, survives_old_broker
+from pulsar_verify.models.pip477.state import ATTR_KEY
 from pulsar_verify import registry
 from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue, only, shortest
@@ -69,7 +69,7 @@ def test_all_fixes_satisfy_every_property(preset):
 
 @pytest.mark.parametrize("prop", sorted(BROKEN))
 def test_every_property_fails_on_a_broken_variant(prop):
-    assert set(BROKEN) == {p.id for p in Pip477.properties}
+    assert set(BROKEN) == {p.id for p in Pip477.declared_properties()}
     assert violated_alone(MODEL, *BROKEN[prop], prop)
 
 

@@ -10,14 +10,14 @@ from functools import lru_cache
 import z3
 from hypothesis import given, settings, strategies as st
 
-from models.pip468.assignment import round_robin
-from models.pip468.layout import LayoutError, SegmentLayout
-from properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, registry
-from properties import pip468_layout_steps as z468l, pip468_sessions as zss
-from properties import pip468_steps as z468, pip477_cursor as zc
-from properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
-from properties import v4txn_steps as zv4
-from properties.obligations import PROVED, VIOLATED, same
+from pulsar_verify.models.pip468.assignment import round_robin
+from pulsar_verify.models.pip468.layout import LayoutError, SegmentLayout
+from pulsar_verify.properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, registry
+from pulsar_verify.properties import pip468_layout_steps as z468l, pip468_sessions as zss
+from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
+from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
+from pulsar_verify.properties import v4txn_steps as zv4
+from pulsar_verify.properties.obligations import PROVED, VIOLATED, same
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue, shortest

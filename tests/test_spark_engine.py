@@ -21,7 +21,7 @@ from pulsar_verify.replay import replay
 from .helpers import ROOT, cli
 
 pytest.importorskip("pyspark")
-from spark_checks.bfs import explore_spark  # noqa: E402
+from pulsar_verify.spark_checks.bfs import explore_spark  # noqa: E402
 
 MASTER = "local[2]"
 
@@ -84,7 +84,7 @@ def test_results_are_written_as_parquet_and_json(tmp_path):
     violations = json.loads((root / "violations.json").read_text())
     assert [(v["property"], v["length"]) for v in violations] == [(v.prop.id, v.length) for v in result.violations]
     assert all(v["itf"]["states"] for v in violations)
-    from spark_checks.session import spark_session
+    from pulsar_verify.spark_checks.session import spark_session
     spark = spark_session(MASTER)
     assert spark.read.parquet(str(root / "stats.parquet")).count() == len(stats)
     assert spark.read.parquet(str(root / "violations.parquet")).count() == len(violations)

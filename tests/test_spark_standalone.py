@@ -18,6 +18,8 @@ import pytest
 from pulsar_verify import registry
 from pulsar_verify.explorer import explore
 
+from pulsar_verify.spark_checks import submit
+
 from .helpers import ROOT
 
 pyspark = pytest.importorskip("pyspark")
@@ -116,7 +118,7 @@ def test_explore_on_a_standalone_cluster_equals_in_process(cluster, tmp_path):
 def test_spark_submit_entry_point_on_the_cluster(cluster, tmp_path):
     env = {**os.environ, "PYSPARK_PYTHON": cluster["python"], "SPARK_HOME": str(SPARK_HOME)}
     r = subprocess.run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", cluster["master"], *EXECUTORS,
-                        str(ROOT / "spark_checks" / "submit.py"), "explore", "pip-477", "--engine", "spark",
+                        submit.__file__, "explore", "pip-477", "--engine", "spark",
                         "--out", str(tmp_path), "--json"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 1, r.stderr[-3000:]

@@ -7,7 +7,7 @@ import pytest
 
 from pulsar_verify import registry
 from pulsar_verify.replay import replay
-from spark_checks.swarm import swarm, walk, walk_seed
+from pulsar_verify.spark_checks.swarm import swarm, walk, walk_seed
 
 from .helpers import cli
 

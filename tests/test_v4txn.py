@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from models.v4txn import V4Txn
+from pulsar_verify.models.v4txn import V4Txn
 from pulsar_verify import registry
 from pulsar_verify.findings import catalogue
 from pulsar_verify.hypo import machine_for
@@ -52,7 +52,7 @@ def test_off_segment_markers_satisfies_every_property(preset):
 
 @pytest.mark.parametrize("prop", sorted(BROKEN))
 def test_every_property_fails_on_a_broken_variant(prop):
-    assert set(BROKEN) == {p.id for p in V4Txn.properties}
+    assert set(BROKEN) == {p.id for p in V4Txn.declared_properties()}
     assert prop in violated(*BROKEN[prop])
 
 
@@ -79,7 +79,7 @@ def test_hypothesis_beyond_exhaustive_bounds(tmp_path):
 
 
 def test_review_report_compares_v4_and_pip473_on_a_sealed_segment():
-    from pulsar_verify.cli import sealed_comparison
+    from pulsar_verify.report import sealed_comparison
     rows = [(m, "as-written", "sealed", "local", None, run(m, "as-written", "sealed")) for m in ("v4-txn", "pip-473")]
     text = "\n".join(sealed_comparison(rows))
     assert "| v4-txn (in-stream markers) | violated: 8-step lasso |" in text

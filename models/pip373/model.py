@@ -23,10 +23,10 @@ from __future__ import annotations
 from pulsar_verify.model import Param, act, variants_of
 from pulsar_verify.values import put, replace
 
-from models.v4txn import V4Txn
-from models.v4txn.buffer import rebuild
-from models.v4txn.model import MUTANTS as V4_MUTANTS
-from models.v4txn.state import ABORT_MARKER, DATA, Buffer, State
+from pulsar_verify.models.v4txn import V4Txn
+from pulsar_verify.models.v4txn.buffer import rebuild
+from pulsar_verify.models.v4txn.model import MUTANTS as V4_MUTANTS
+from pulsar_verify.models.v4txn.state import ABORT_MARKER, DATA, Buffer, State
 
 ABSENT, TRUE, FALSE, JUNK = "absent", "true", "false", "junk"
 UPGRADES = {  # initial property of the topic -> (value, written by the broker)
@@ -52,6 +52,8 @@ MUTANTS = {
                               "flag-never-cleared)",
     "mutant:always-rebuild": "the buffer rebuilds on every load (checks skip-when-no-txn)",
     "mutant:commit-marks-aborted": V4_MUTANTS["mutant:commit-marks-aborted"],
+    "mutant:no-reload-after-crash": "a topic unloaded by a broker crash is never loaded again "
+                                    "(checks end-txn-completes)",
 }
 
 
@@ -61,6 +63,7 @@ def holds_txn_entry(log: tuple) -> bool:
 
 class Pip373(V4Txn):
     name = "pip-373"
+    properties_from = "pulsar_verify.invariants.pip373"
     title = "PIP-373 Skip the transaction buffer's rebuild with __contains_txn_messages"
     source = "shared/seeds/004_77cd9114f90198e7.txt"
     variants = variants_of("the property as PIP-373 describes it", FIXES, MUTANTS)
@@ -98,8 +101,6 @@ class Pip373(V4Txn):
 
     def __init__(self, config):
         super().__init__(config)
-        v = config.variant
-        self.fixes = frozenset(FIXES) if v == "all-fixes" else frozenset({v} & set(FIXES))
         self._apply.update({"load_skip": load_skip, "load_rebuild": load_rebuild, "load_confirm": load_confirm,
                             "persist_flag": persist_flag, "request_flag": request_flag, "admin_update": admin_write,
                             "admin_remove": admin_write})
@@ -126,6 +127,8 @@ class Pip373(V4Txn):
         return "confirm-unmarked" not in self.fixes or s.prop[1]
 
     def loads(self, s: State, topic: int):
+        if self.config.variant == "mutant:no-reload-after-crash" and s.crashes:
+            return
         value = s.prop[0]
         if value == ABSENT or (value in (TRUE, FALSE) and not self.trusted(s)):
             yield act("load_confirm", topic=topic)

@@ -36,6 +36,7 @@ MUTANTS = {
 
 class Pip468(ComposedModel):
     name = "pip-468"
+    properties_from = "pulsar_verify.invariants.pip468"
     title = "PIP-468 scalable topic controller: segment DAG, split/merge, leader failover, consumer assignment"
     source = "shared/seeds/003_a87dccc0bce9ff9e.txt"
     variants = variants_of("PIP-468 as the vote thread's text describes it", FIXES, MUTANTS)
@@ -83,7 +84,6 @@ class Pip468(ComposedModel):
     def __init__(self, config):
         super().__init__(config)
         v = config.variant
-        self.fixes = frozenset(FIXES) if v == "all-fixes" else frozenset({v} & set(FIXES))
         order = list(STEPS)
         if v in ("mutant:cas-before-terminate", "mutant:cas-before-create"):
             order.remove(CAS)

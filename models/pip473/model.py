@@ -42,6 +42,7 @@ MUTANTS = {
 
 class Pip473(ComposedModel):
     name = "pip-473"
+    properties_from = "pulsar_verify.invariants.pip473"
     title = "PIP-473 Metadata-Driven Transactions for Scalable Topics"
     source = "shared/seeds/000_c973aa9b5a217997.txt"
     variants = variants_of("the protocol as PIP-473 describes it", FIXES, MUTANTS)
@@ -89,12 +90,6 @@ class Pip473(ComposedModel):
         "restart": "Segment{seg}->>Segment{seg}"}
     hypothesis_bounds = {"txns": 2, "segments": 2, "late_subs": 1, "writes": 2, "acks": 1, "nontxn": 1, "crashes": 1,
                          "tc_crashes": 1, "seals": 1}
-
-    def __init__(self, config):
-        super().__init__(config)
-        v = config.variant
-        self.fixes = frozenset(FIXES) if v == "all-fixes" or v.startswith("mutant:") else (
-            frozenset({v}) if v in FIXES else frozenset())
 
     def action_names(self):
         names = set(self.action_labels)

@@ -51,6 +51,7 @@ BUDGETS = ("publish", "roll", "put_schema", "move", "restart", "old_down", "roll
 
 class Pip477(ComposedModel):
     name = "pip-477"
+    properties_from = "pulsar_verify.invariants.pip477"
     title = "PIP-477 bookie cluster switching: attribution, switch phases, BUILD/PROMOTE/CLEANUP/ROLLBACK, I1-I16"
     source = "shared/seeds/002_5d4f3e6345a1f8e3.txt"
     variants = variants_of("PIP-477 revision 2 (plugin-first) as written", FIXES, MUTANTS)
@@ -104,11 +105,6 @@ class Pip477(ComposedModel):
         "unload_topic": "Broker{broker}->>Broker{broker}", "load_topic": "Broker{broker}->>BrokerZK"}
     hypothesis_bounds = {"brokers": 2, "legacy": 1, "publish": 2, "roll": 2, "put_schema": 2, "move": 2, "restart": 1,
                          "rollback": 1, "sub_property": 1, "close_client": 1}
-
-    def __init__(self, config):
-        super().__init__(config)
-        v = config.variant
-        self.fixes = frozenset(FIXES) if v == "all-fixes" else frozenset({v} & set(FIXES))
 
     def action_names(self):
         cfg, fixed = self.config, self.fixes

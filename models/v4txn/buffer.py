@@ -58,7 +58,7 @@ def actions(m, s: State):
             yield act("append_rejected" if s.sealed[topic] else "append", txn=t, topic=topic)
     for (t, kind, topic), status in s.rpcs:
         if status == "sent" and kind == PARTITION and s.buffers[topic].ready:
-            blocked = s.sealed[topic] and m.config.variant != "off-segment-markers"
+            blocked = s.sealed[topic] and "off-segment-markers" not in m.fixes
             yield act("marker_rejected" if blocked else "end_on_partition", txn=t, topic=topic)
     for topic in range(cfg.topics):
         b = s.buffers[topic]
@@ -112,7 +112,7 @@ def end_on_partition(m, s: State, a):
     b = s.buffers[topic]
     b = replace(b, ongoing=b.ongoing.remove(t), aborted=b.aborted if commit else b.aborted | {t})
     logs, side = s.logs, s.side
-    if m.config.variant == "off-segment-markers":
+    if "off-segment-markers" in m.fixes:
         side = put(side, topic, side[topic] + (marker,))
     else:
         logs = put(logs, topic, logs[topic] + (marker,))

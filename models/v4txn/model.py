@@ -24,6 +24,7 @@ MUTANTS = {
 
 class V4Txn(ComposedModel):
     name = "v4-txn"
+    properties_from = "pulsar_verify.invariants.v4txn"
     title = "v4 transactions: legacy TC, in-stream commit/abort markers, sibling pending-ack topic"
     source = "shared/seeds/000_c973aa9b5a217997.txt (Background)"
     variants = variants_of(
@@ -67,11 +68,11 @@ class V4Txn(ComposedModel):
                          "snapshots": 2}
     def action_names(self):
         cfg = self.config
-        blocked = cfg.seals and cfg.variant != "off-segment-markers"
+        blocked = cfg.seals and "off-segment-markers" not in self.fixes
         needs = {"seal": cfg.seals, "append_rejected": cfg.seals, "marker_rejected": blocked,
                  "tc_retry": blocked or cfg.crashes, "crash": cfg.crashes, "send_nontxn": cfg.nontxn,
                  "take_snapshot": cfg.snapshots, "txn_ack": cfg.acks, "end_on_subscription": cfg.acks,
-                 "skip_marker": cfg.variant != "off-segment-markers"}
+                 "skip_marker": "off-segment-markers" not in self.fixes}
         names = set(self.action_labels) - {"tb_recover"} | set(self.load_labels())
         return sorted(n for n in names if needs.get(n, True))
 

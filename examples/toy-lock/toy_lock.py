@@ -1,11 +1,16 @@
-"""The kernel's own test model: N processes sharing one lock.
+"""A model in a package of its own: N processes sharing one lock.
+
+It is the kernel's self-test (``tests/test_kernel.py``) and the example of how a team
+adds the model of its own PIP: a ``Model`` subclass, its ``PROPERTIES`` declared in its
+module, and an entry point in the ``pulsar_verify.models`` group (``pyproject.toml`` here).
 
 Variants:
 - ``as-written``: acquire is a non-atomic test-and-set (``check`` reads the lock
   free, a later ``take`` sets it), so two processes can both enter.
 - ``atomic-acquire``: the fix; test and set in one step.
-- ``no-release`` (mutant): processes never release, so a waiting process is
-  stuck forever (a deadlock and a liveness violation).
+- ``all-fixes``: the same as ``atomic-acquire``, the only fix.
+- ``no-release`` (mutant: all fixes plus one mistake): processes never release, so a
+  waiting process is stuck forever (a deadlock and a liveness violation).
 
 Hand-derived numbers for N=2 (used by tests/test_kernel.py):
 - ``atomic-acquire``: a state is the pair of program counters (the lock is the
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import attrs
 
-from pulsar_verify.model import Model, Param, Variant, act
+from pulsar_verify.model import Model, Param, PropertySet, act, variants_of
 
 IDLE, WAITING, READY, CRITICAL = "idle", "waiting", "ready", "critical"
 
@@ -36,34 +41,29 @@ class LockState:
 class LockModel(Model):
     name = "toy-lock"
     title = "Toy: processes and a lock (kernel self-test)"
-    variants = (
-        Variant("as-written", "non-atomic test-and-set", "as-written"),
-        Variant("atomic-acquire", "test and set in one step", "fix"),
-        Variant("no-release", "processes never release the lock", "mutant"),
-    )
+    variants = variants_of("non-atomic test-and-set", {"atomic-acquire": "test and set in one step"},
+                           {"no-release": "processes never release the lock"})
     params = {"procs": Param(2, "number of processes", 1, 6)}
     action_labels = ("request", "check", "take", "acquire", "release")
 
     def action_names(self):
-        if self.config.variant == "as-written":
+        if "atomic-acquire" not in self.fixes:
             return ["request", "check", "take", "release"]
-        if self.config.variant == "atomic-acquire":
-            return ["request", "acquire", "release"]
-        return ["request", "acquire"]
+        return ["request", "acquire"] + ([] if self.config.variant == "no-release" else ["release"])
 
     def init_states(self):
         return [LockState(pc=(IDLE,) * self.config.procs, lock=None)]
 
     def actions(self, s):
-        variant = self.config.variant
+        atomic = "atomic-acquire" in self.fixes
         for p, pc in enumerate(s.pc):
             if pc == IDLE:
                 yield act("request", p=p)
             elif pc == WAITING and s.lock is None:
-                yield act("check" if variant == "as-written" else "acquire", p=p)
+                yield act("acquire" if atomic else "check", p=p)
             elif pc == READY:
                 yield act("take", p=p)
-            elif pc == CRITICAL and variant != "no-release":
+            elif pc == CRITICAL and self.config.variant != "no-release":
                 yield act("release", p=p)
 
     def next_state(self, s, a):
@@ -81,17 +81,20 @@ class LockModel(Model):
         return s  # processes are not interchangeable in the hand-derived counts
 
 
-@LockModel.invariant("mutual-exclusion", "At most one process is in its critical section", "toy")
+PROPERTIES = PropertySet()
+
+
+@PROPERTIES.invariant("mutual-exclusion", "At most one process is in its critical section", "toy")
 def mutual_exclusion(model, s):
     return sum(1 for pc in s.pc if pc == CRITICAL) <= 1
 
 
-@LockModel.action_property("lock-held-by-entrant", "A process enters its critical section only holding the lock",
+@PROPERTIES.action_property("lock-held-by-entrant", "A process enters its critical section only holding the lock",
                            "toy")
 def lock_held_by_entrant(model, s, a, t):
     return a.name not in ("take", "acquire") or t.lock == a.param("p")
 
 
-LockModel.leads_to("critical-released", "A process in its critical section eventually leaves it", "toy",
-                   trigger=lambda m, s: CRITICAL in s.pc, goal=lambda m, s: CRITICAL not in s.pc,
-                   fair=("release",))
+PROPERTIES.leads_to("critical-released", "A process in its critical section eventually leaves it", "toy",
+                    trigger=lambda m, s: CRITICAL in s.pc, goal=lambda m, s: CRITICAL not in s.pc,
+                    fair=("release",))

@@ -1,0 +1,40 @@
+"""One exploration on either engine, and the files a run leaves: each violation's ITF trace and
+``summary.json``. The Spark engine is imported only when it is asked for."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .explorer import Result, explore
+from .itf import trace_document, write_trace
+from .outdir import write_text
+
+
+def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False, liveness=True,
+                    master="local[*]", progress=None, out: Path | None = None, fresh=False,
+                    conf: dict | None = None, partitions: int | None = None,
+                    start_timeout: float | None = None) -> Result:
+    """``out`` is where the Spark engine keeps its checkpoint (``out/spark``); the local engine writes nothing.
+    ``start_timeout``: how long a ``spark://`` master may take to run a first job."""
+    if engine == "spark":
+        from .spark_checks.bfs import explore_spark
+        from .spark_checks.session import FIRST_JOB_SECONDS, spark_session
+        spark = spark_session(master, conf_pairs=conf, first_job_seconds=start_timeout or FIRST_JOB_SECONDS)
+        return explore_spark(model, max_depth=max_depth, max_states=max_states, master=master,
+                             progress=progress, out=out, fresh=fresh, stop_at_first=stop_at_first,
+                             graph=None if liveness else False, spark=spark, partitions=partitions)
+    result, _ = explore(model, max_depth=max_depth, max_states=max_states, stop_at_first=stop_at_first,
+                        check_liveness=liveness, progress=progress)
+    return result
+
+
+def write_results(model, result: Result, into: Path, final: Path | None = None) -> None:
+    """Each violation's counterexample as ``<property>.itf.json``, then ``summary.json``, written
+    ``into`` a staging directory that will become ``final`` (where the summary says they are)."""
+    final = Path(final or into)
+    for v in result.violations:
+        doc = trace_document(model, v.states, v.actions, v.as_dict(), v.loop)
+        name = f"{v.prop.id}.itf.json"
+        write_trace(Path(into) / name, doc)
+        result.trace_files.append(final / name)
+    write_text(Path(into) / "summary.json", json.dumps(result.summary(), indent=2) + "\n")

@@ -1,0 +1,134 @@
+"""The design-review run (the main job): every model, variant and bound set explored, Hypothesis on
+as-written and all-fixes, the Z3 obligations, then the report (``report``) and the comparison with
+the recorded verdicts. Everything it reads is checked before the first exploration; the report
+directory is replaced whole when the run ends, or left as it was."""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from . import report
+from .engines import run_exploration, write_results
+from .model import Model, UsageError
+from .outdir import replacing, write_text
+
+ENGINES = ("local", "spark")
+
+
+def read_expectations(path: Path, classes: list[type[Model]], update: bool = False) -> dict:
+    """The recorded verdicts, ``{model: {variant: {property: holds|violated}}}``. Every variant and
+    property named for a model under review must be the model's own; models not installed are ignored.
+    A file that does not exist is an error, unless this run is to record it (then the entries of the
+    models under review are replaced whole, and only the file's shape is checked)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if update:
+            return {}
+        raise UsageError(f"--expectations {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise UsageError(f"--expectations {path}: not a readable expectations file: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--expectations {path}: expected an object of models")
+    by_name = {cls.name: cls for cls in classes}
+    for name, variants in data.items():
+        if not isinstance(variants, dict):
+            raise UsageError(f"--expectations {path}: {name}: expected an object of variants")
+        cls = by_name.get(name)
+        for variant, props in variants.items():
+            if not isinstance(props, dict) or not all(v in (report.HOLDS, report.VIOLATED) for v in props.values()):
+                raise UsageError(f"--expectations {path}: {name} {variant}: expected property -> holds|violated")
+            if cls is None or update:  # not installed, or about to be recorded anew
+                continue
+            if variant not in cls.variant_names():
+                raise UsageError(f"--expectations {path}: model {name} has no variant {variant!r}")
+            unknown = sorted(set(props) - set(cls.property_ids()))
+            if unknown:
+                raise UsageError(f"--expectations {path}: model {name} has no property {unknown[0]!r}")
+    return data
+
+
+def _hypothesis_variants(cls) -> list[str]:
+    """As written, and the variant with every fix."""
+    best = cls.best_variant()
+    return ["as-written"] + ([best] if best else []) if cls.hypothesis_bounds else []
+
+
+def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: str, nightly: bool,
+        expectations: Path, update: bool) -> int:
+    from .hypo import run_machine
+    from .properties import registry as obligations
+
+    expected = read_expectations(expectations, classes, update)
+    if update:
+        write_text(expectations, json.dumps(expected, indent=1, sort_keys=True) + "\n")  # writable, before any work
+    with replacing(out) as staging:
+        rows, hypothesis, errors, tracebacks, proofs = [], {}, [], [], {}
+        for cls in classes:
+            presets = list(cls.in_process_presets()) + (list(cls.large_presets) if nightly else [])
+            for variant in cls.variant_names():
+                for preset in presets:
+                    model = cls(cls.make_config(variant, preset=preset))
+                    # Spark runs the default bounds and, at night, the large ones: its per-level overhead
+                    # buys nothing on the small runs; the large ones run on Spark alone.
+                    if preset in cls.large_presets:
+                        runs = ["spark"] if "spark" in engines else ["local"]
+                    else:
+                        runs = [e for e in engines if e == "local" or preset == "default"]
+                    for engine in runs:
+                        run_dir = Path(model.name, variant, preset, engine)
+                        try:
+                            r = run_exploration(model, engine, master=master, out=staging / run_dir, fresh=True)
+                        except UsageError:
+                            raise
+                        except Exception as exc:  # a model bug: reported, and the rest of the review goes on
+                            errors.append(f"{model.name} {variant} {preset} {engine}: {type(exc).__name__}: {exc}")
+                            tracebacks.append(f"== {errors[-1]}\n{traceback.format_exc()}")
+                            print(f"model error: {errors[-1]}", file=sys.stderr, flush=True)
+                            continue
+                        write_results(model, r, staging / run_dir, out / run_dir)
+                        rows.append((model.name, variant, preset, engine, model, r))
+                        print(f"{model.name:<9} {variant:<36} {preset:<14} {engine:<6} {r.distinct_states:>9,} "
+                              f"states {r.seconds:7.2f}s  violated: {', '.join(v.prop.id for v in r.violations) or '-'}",
+                              flush=True)
+            for variant in _hypothesis_variants(cls):
+                model = cls(cls.make_config(variant, values=cls.hypothesis_bounds))
+                examples, failed = run_machine(model, staging / cls.name / variant / "hypothesis", nightly)
+                hypothesis[cls.name, variant] = (examples, failed)
+                print(f"{cls.name:<9} {variant:<36} hypothesis {examples} examples  violated: "
+                      f"{', '.join(sorted(failed)) or '-'}", flush=True)
+        names = {cls.name for cls in classes}
+        for o in obligations():
+            if o.model in names and (nightly or not o.minutes):
+                v = o.run()
+                proofs.setdefault(o.model, []).append((o, v))
+                print(f"{o.model:<9} {'z3 ' + o.name:<36} {', '.join(o.variants):<24} {v.status} ({v.seconds:.2f}s)",
+                      flush=True)
+        table = report.cells(rows, hypothesis)
+        got = report.verdicts(table)
+        mismatches = None if update else report.compare(expected, got)
+        for cls in classes:
+            pngs = report.plots(staging, cls.name, rows)
+            write_text(staging / f"{cls.name}.md", report.model_page(cls, table, rows, pngs, proofs.get(cls.name)))
+        index = report.index_page(classes, table, rows, mismatches)
+        errors_md = ["", "## Model errors", ""] + [f"- {e}" for e in errors] if errors else []
+        write_text(staging / "index.md", index + "\n".join(report.sealed_comparison(rows) + errors_md) + "\n")
+        if tracebacks:
+            write_text(staging / "errors.log", "\n".join(tracebacks))
+    print(f"report: {out / 'index.md'}")
+    if errors:
+        print(f"pulsar-verify: internal error: {len(errors)} runs failed with a model error "
+              f"(tracebacks in {out / 'errors.log'})", file=sys.stderr)
+        return 3
+    if update:
+        write_text(expectations, json.dumps({**expected, **got}, indent=1, sort_keys=True) + "\n")
+        print(f"expectations recorded: {expectations}")
+        return 0
+    for line in mismatches:
+        print(f"verdict changed: {line}", file=sys.stderr)
+    if mismatches:
+        print(f"pulsar-verify: {len(mismatches)} verdicts differ from {expectations} "
+              f"(--update-expectations records them if the change is meant)", file=sys.stderr)
+    return 1 if mismatches else 0

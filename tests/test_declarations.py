@@ -1,0 +1,135 @@
+"""Verdicts a reviewer can rely on: a model's properties are declared data that no import can change,
+every name a declaration, finding, obligation or expectation uses is the model's own, variants carry
+their fix sets, and ``all-fixes`` holds every property at every in-process bound set."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+
+import pytest
+
+from pulsar_verify import registry, report
+from pulsar_verify.explorer import explore
+from pulsar_verify.findings import EXPECTATIONS, catalogue
+from pulsar_verify.model import Model, ModelDefinitionError, PropertySet, variants_of
+
+from .helpers import cli
+
+NAMES = registry.names()
+IN_PROCESS = [(name, preset) for name in NAMES for preset in registry.model_class(name).in_process_presets()]
+
+
+@pytest.fixture(scope="module")
+def listed() -> dict:
+    proc = cli("list", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return {m["model"]: [p["id"] for p in m["properties"]] for m in json.loads(proc.stdout)}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_explore_list_and_review_name_the_same_properties(name, listed, tmp_path):
+    """``explore`` in a fresh process (nothing else imported), ``list --json`` and the review's verdicts."""
+    proc = cli("explore", name, "--json", "--quiet", "--out", str(tmp_path))
+    assert proc.returncode in (0, 1), proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["properties_checked"] == listed[name] and summary["properties_not_checked"] == []
+    model = registry.build(name)
+    result, _ = explore(model)
+    verdicts = report.verdicts(report.cells([(name, "as-written", "default", "local", model, result)], {}))
+    assert sorted(verdicts[name]["as-written"]) == sorted(listed[name])
+
+
+IMPORTS_FIRST = """
+import importlib, json
+import pulsar_verify.invariants.v4txn, pulsar_verify.invariants.pip473, pulsar_verify.invariants.pip373
+for mod in ("pulsar_verify.invariants.v4txn", "pulsar_verify.models.pip373.model", "pulsar_verify.invariants.pip373",
+            "pulsar_verify.invariants.pip473"):
+    importlib.reload(importlib.import_module(mod))
+from pulsar_verify import registry
+print(json.dumps({n: registry.model_class(n).property_ids() for n in registry.names()}))
+"""
+
+
+def test_imports_and_reloads_do_not_change_any_property_set(listed):
+    proc = subprocess.run([sys.executable, "-c", IMPORTS_FIRST], capture_output=True, text=True, check=True)
+    assert json.loads(proc.stdout) == listed
+
+
+def _declare(props: PropertySet, labels=("go",)) -> type[Model]:
+    module = types.ModuleType("declared_in_test")
+    module.PROPERTIES = props
+    sys.modules[module.__name__] = module
+    return type("Declared", (Model,), {"name": "declared", "action_labels": labels,
+                                       "properties_from": module.__name__})
+
+
+def test_a_fairness_set_naming_an_unknown_action_is_an_error():
+    props = PropertySet()
+    props.leads_to("done", "eventually done", "-", goal=lambda m, s: True, fair=("go", "stop"))
+    with pytest.raises(ModelDefinitionError, match="names stop, which the model has no action for"):
+        _declare(props).declared_properties()
+
+
+def test_a_property_declared_twice_is_an_error():
+    props = PropertySet()
+    for _ in range(2):
+        props.invariant("same", "twice", "-")(lambda m, s: True)
+    with pytest.raises(ModelDefinitionError, match="'same' is declared twice"):
+        _declare(props).declared_properties()
+
+
+def test_every_fairness_set_names_only_the_models_actions():
+    for name in NAMES:
+        cls = registry.model_class(name)
+        for p in cls.declared_properties():
+            assert set(p.fair) <= set(cls.action_labels), (name, p.id)
+
+
+def test_findings_and_obligations_name_only_what_their_models_have():
+    from pulsar_verify.properties import registry as obligations
+    for name in NAMES:
+        catalogue(name)  # raises on a property, bound set or fix the model lacks
+    for o in obligations():
+        assert o.model in NAMES and set(o.variants) <= set(registry.model_class(o.model).variant_names()), o.name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_variants_carry_their_fix_sets_and_a_mutant_is_all_fixes_plus_one_mistake(name):
+    cls = registry.model_class(name)
+    fixes = [v.name for v in cls.variants if v.kind == "fix" and v.name != "all-fixes"]
+    assert cls.variant_named("as-written").fixes == frozenset()
+    assert all(cls.variant_named(f).fixes == {f} for f in fixes)
+    if fixes:
+        assert cls.best_variant() == "all-fixes" and cls.variant_named("all-fixes").fixes == set(fixes)
+    for v in cls.variants:
+        if v.kind == "mutant":
+            assert v.fixes == set(fixes), v.name
+        assert registry.build(name, v.name).fixes == v.fixes
+
+
+def test_variants_of_has_all_fixes_whenever_there_is_a_fix():
+    names = [v.name for v in variants_of("as written", {"one": "the only fix"}, {"m": "a mistake"})]
+    assert names == ["as-written", "one", "all-fixes", "m"]
+
+
+@pytest.mark.parametrize("name,preset", IN_PROCESS, ids=[f"{n}-{p}" for n, p in IN_PROCESS])
+def test_all_fixes_holds_every_property(name, preset):
+    """``all-fixes`` is a claim: every property, liveness included, at every in-process bound set."""
+    cls = registry.model_class(name)
+    result, _ = explore(cls(cls.make_config(cls.best_variant(), preset=preset)))
+    assert result.complete and (result.liveness_checked or all(kind != "liveness" for _, kind in result.properties))
+    assert [(v.prop.id, v.length) for v in result.violations] == []
+
+
+def test_expectations_record_every_property_and_no_violation_of_all_fixes():
+    recorded = json.loads(EXPECTATIONS.read_text())
+    for name in NAMES:
+        cls = registry.model_class(name)
+        if name not in recorded:
+            continue
+        assert set(recorded[name]) == set(cls.variant_names()), name
+        for variant, verdicts in recorded[name].items():
+            assert sorted(verdicts) == sorted(cls.property_ids()), (name, variant)
+        assert set(recorded[name]["all-fixes"].values()) == {"holds"}, name
