@@ -596,8 +596,8 @@ class Pip477Steps(StepEncoding):
             out[f"open_ledger({b},{lid})"] = (z3.And(owned, there, nxt == lid, z3.Or(v["r_l"] == 0, v["r_l"] != lid)),
                                             {"r_l": lid, "r_c": self.resolve(v, self.ml_attr(v, lid), b)})
         cluster = v["r_c"]
-        if self.variant == "mutant:resolve-per-entry":
-            cluster = self.resolve(v, self.ml_attr(v, v["r_l"]), b)
+        if self.variant == "mutant:read-through-active-client":
+            cluster = self.of(v, "active", b)
         for lid in IDS:
             for entry in range(self.msgs):
                 for cl in (OLD, NEW):

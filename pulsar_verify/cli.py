@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 from . import __version__, registry
-from .engines import run_exploration, write_results
+from .engines import run_exploration, start_spark, write_results
 from .explorer import Result, stderr_progress
 from .findings import EXPECTATIONS
 from .itf import trace_document, write_trace
@@ -165,14 +165,15 @@ def cmd_explore(args) -> int:
     model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds)
     out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds).absolute()
     progress = None if (args.quiet or args.json) else stderr_progress
+    conf = _settings(args.conf, "--conf")
     with replacing(out, keep=("spark",)) as staging:
+        spark = start_spark(args.master, conf, args.start_timeout) if args.engine == "spark" else None
         if not args.json:
             print(f"exploring {model.name} [{model.config!r}] engine={args.engine}", file=sys.stderr)
         result = run_exploration(model, args.engine, max_depth=args.max_depth, max_states=args.max_states,
                                  stop_at_first=args.stop_at_first, liveness=not args.no_liveness,
                                  master=args.master, progress=progress, out=out, fresh=args.fresh,
-                                 conf=_settings(args.conf, "--conf"), partitions=args.partitions,
-                                 start_timeout=args.start_timeout)
+                                 conf=conf, partitions=args.partitions, spark=spark)
         if progress:
             sys.stderr.write("\n")
         write_results(model, result, staging, out)

@@ -12,20 +12,25 @@ from .outdir import write_text
 
 def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False, liveness=True,
                     master="local[*]", progress=None, out: Path | None = None, fresh=False,
-                    conf: dict | None = None, partitions: int | None = None,
-                    start_timeout: float | None = None) -> Result:
+                    conf: dict | None = None, partitions: int | None = None, spark=None) -> Result:
     """``out`` is where the Spark engine keeps its checkpoint (``out/spark``); the local engine writes nothing.
-    ``start_timeout``: how long a ``spark://`` master may take to run a first job."""
+    ``spark``: a session already started (``start_spark``), else one is started for ``master``."""
     if engine == "spark":
         from .spark_checks.bfs import explore_spark
-        from .spark_checks.session import FIRST_JOB_SECONDS, spark_session
-        spark = spark_session(master, conf_pairs=conf, first_job_seconds=start_timeout or FIRST_JOB_SECONDS)
+        spark = spark or start_spark(master, conf)
         return explore_spark(model, max_depth=max_depth, max_states=max_states, master=master,
                              progress=progress, out=out, fresh=fresh, stop_at_first=stop_at_first,
                              graph=None if liveness else False, spark=spark, partitions=partitions)
     result, _ = explore(model, max_depth=max_depth, max_states=max_states, stop_at_first=stop_at_first,
                         check_liveness=liveness, progress=progress)
     return result
+
+
+def start_spark(master: str, conf: dict | None = None, start_timeout: float | None = None):
+    """A Spark session for ``master``; a master that does not run a first job within ``start_timeout``
+    seconds is a one-line error."""
+    from .spark_checks.session import FIRST_JOB_SECONDS, spark_session
+    return spark_session(master, conf_pairs=conf, first_job_seconds=start_timeout or FIRST_JOB_SECONDS)
 
 
 def write_results(model, result: Result, into: Path, final: Path | None = None) -> None:

@@ -25,7 +25,7 @@ BROKEN = {
     "I1": ("mutant:stamp-after-create", "cursor"),
     "I2": ("as-written", "legacy"),
     "I3": ("mutant:blind-schema-promote", "schema"),
-    "I4": ("mutant:resolve-per-entry", "legacy"),
+    "I4": ("mutant:read-through-active-client", "legacy"),
     "I5": ("mutant:close-without-drain", "close"),
     "I6": ("as-written", "restart"),
     "I7": ("mutant:old-reader-drops-unknown", "default"),

@@ -618,7 +618,7 @@ PIP477_CI = (("as-written", "legacy", "I2"), ("as-written", "restart", "I6"), ("
              ("as-written", "cursor", "I11"),
              ("as-written", "cleanup", "I12"), ("as-written", "sub-property", "I16"),
              ("as-written", "close-restart", "I6"), ("mutant:every-broker-orchestrates", "default", "I14"),
-             ("mutant:stamp-after-create", "cursor", "I1"), ("mutant:resolve-per-entry", "legacy", "I4"),
+             ("mutant:stamp-after-create", "cursor", "I1"), ("mutant:read-through-active-client", "legacy", "I4"),
              ("mutant:promote-clears-cursor-props", "cleanup", "I9"), ("mutant:promote-resets-hash", "cleanup", "I10"),
              ("mutant:rollback-resets-hash", "rollback", "rollback-keeps-business-znodes"),
              ("mutant:blind-schema-promote", "schema", "I3"))

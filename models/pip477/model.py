@@ -32,7 +32,8 @@ FIXES = {
 MUTANTS = {
     "mutant:stamp-after-create": "new ledger records are written without their stamp (checks I1)",
     "mutant:blind-schema-promote": "schema PROMOTE puts the locator it read without a version (checks I3)",
-    "mutant:resolve-per-entry": "the read path resolves the cluster for every entry (checks I4)",
+    "mutant:read-through-active-client": "an open read handle reads each entry through the broker's current BK "
+                                         "client, not the cluster it was opened on (checks I4)",
     "mutant:close-without-drain": "close-client does not wait for open handles (checks I5)",
     "mutant:old-reader-drops-unknown": "an old broker rewriting PositionInfo drops unknown fields (checks I7)",
     "mutant:copy-new-id": "BUILD copies a ledger under a fresh id (checks I8)",

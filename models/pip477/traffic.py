@@ -79,10 +79,10 @@ def actions(m, s: State):
 
 
 def read_cluster(m, s: State) -> str:
-    """I4: the cluster the read handle was bound to at open (mutant resolve-per-entry: resolved
-    again for every entry)."""
-    if m.config.variant == "mutant:resolve-per-entry":
-        return resolve(m, s, dict(s.ml)[s.own.read[0]], s.owner)
+    """I4: the cluster the read handle was bound to at open (mutant read-through-active-client: the
+    owner's current BK client, whatever the handle was opened on)."""
+    if m.config.variant == "mutant:read-through-active-client":
+        return s.brokers[s.owner].active
     return s.own.read[1]
 
 
