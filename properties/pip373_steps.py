@@ -109,9 +109,11 @@ class Pip373Steps(Steps):
                 v["by_broker"] == bool(s.prop[1])]
 
 
+encoding, disagreements = Pip373Steps.at, Pip373Steps.disagreements_of
+
+
 def verdict(variant: str, preset: str):
-    from .v4txn_steps import encoding
-    return encoding("pip-373", variant, preset).verdict(PRESETS[preset] + 1)
+    return encoding(variant, preset).verdict(PRESETS[preset] + 1)
 
 
 OBLIGATIONS = [

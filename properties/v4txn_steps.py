@@ -292,19 +292,7 @@ def _room(v: Vars, steps: Steps):
     return v["n"] < steps.size
 
 
-def _encoding_of(model_name: str) -> type[Steps]:
-    from .pip373_steps import Pip373Steps
-    return Pip373Steps if model_name == "pip-373" else Steps
-
-
-def encoding(model_name: str, variant: str, preset: str) -> Steps:
-    from pulsar_verify import registry
-    return _encoding_of(model_name)(registry.build(model_name, variant, preset=preset).config)
-
-
-def disagreements(model, pairs, transitions_of=None) -> list[str]:
-    """``Steps.disagreements`` for the model's own configuration (the agreement tests' entry point)."""
-    return _encoding_of(model.name)(model.config).disagreements(model, pairs, transitions_of)
+encoding, disagreements = Steps.at, Steps.disagreements_of
 
 
 VARIANTS = ("as-written", "off-segment-markers")
@@ -314,7 +302,7 @@ OBLIGATIONS = [
     Obligation("v4-txn", f"steps-bounded-{preset}", f"each property's shortest breaking run (a lasso for "
                f"end-txn-completes) of the whole model at the {preset} bounds, step for step (up to {depth + 1} "
                f"steps: the explorer's depth plus one)", SECTION,
-               lambda variant=variant, preset=preset, depth=depth: encoding("v4-txn", variant, preset).verdict(
+               lambda variant=variant, preset=preset, depth=depth: encoding(variant, preset).verdict(
                    depth + 1), (variant,))
     for variant in VARIANTS for preset, depth in PRESETS.items()
 ]

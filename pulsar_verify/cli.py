@@ -19,7 +19,8 @@ from pathlib import Path
 
 from . import __version__, registry
 from .engines import run_exploration, start_spark, write_results
-from .explorer import Result, stderr_progress
+from .explorer import stderr_progress
+from .results import Result
 from .findings import EXPECTATIONS
 from .itf import trace_document, write_trace
 from .model import UsageError

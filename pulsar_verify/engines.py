@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .explorer import Result, explore
+from .explorer import explore
+from .results import Result
 from .itf import trace_document, write_trace
 from .outdir import write_text
 

@@ -14,80 +14,11 @@ import time
 from collections import Counter
 from typing import Any, Callable
 
-import attrs
-
 from .fingerprint import fingerprint
-from .model import DEADLOCK, Action, Model, Property
+from .liveness import check_liveness
+from .model import DEADLOCK, Action, Model
+from .results import Result, Violation
 
-
-
-@attrs.define
-class Violation:
-    prop: Property
-    states: list  # the counterexample, from an initial state
-    actions: list  # actions[i] leads from states[i] to states[i + 1]
-    loop: int | None = None  # lasso: index of the state the loop returns to
-
-    @property
-    def length(self) -> int:
-        return len(self.actions)
-
-    def as_dict(self) -> dict:
-        d = {"property": self.prop.id, "kind": self.prop.kind, "statement": self.prop.statement,
-             "section": self.prop.section, "length": self.length}
-        if self.loop is not None:
-            d["loop"] = self.loop
-        return d
-
-
-@attrs.define
-class Result:
-    model: str
-    variant: str
-    config: dict
-    engine: str = "local"
-    distinct_states: int = 0
-    transitions: int = 0
-    depth: int = 0
-    complete: bool = True
-    seconds: float = 0.0
-    peak_rss_mb: float = 0.0
-    coverage: dict = attrs.Factory(dict)
-    never_fired: list = attrs.Factory(list)
-    violations: list = attrs.Factory(list)
-    level_sizes: list = attrs.Factory(list)
-    level_stats: list = attrs.Factory(list)  # per level: expanded, new, transitions, seconds, rate (Spark)
-    liveness_checked: bool = False
-    unreachable_goal: dict = attrs.Factory(dict)  # liveness id -> count of states that can never reach it
-    trace_files: list = attrs.Factory(list)
-    properties: list = attrs.Factory(list)  # (id, kind) of every property the model was run with
-
-    @property
-    def properties_checked(self) -> list[str]:
-        """The ids of the properties this run decided: liveness only when it was checked."""
-        return [pid for pid, kind in self.properties if kind != "liveness" or self.liveness_checked]
-
-    @property
-    def states_per_second(self) -> float:
-        return self.distinct_states / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    def summary(self) -> dict:
-        return {
-            "model": self.model, "variant": self.variant, "config": self.config, "engine": self.engine,
-            "distinct_states": self.distinct_states, "transitions": self.transitions, "depth": self.depth,
-            "complete": self.complete, "seconds": round(self.seconds, 3),
-            "states_per_second": round(self.states_per_second, 1), "peak_rss_mb": round(self.peak_rss_mb, 1),
-            "coverage": self.coverage, "never_fired": self.never_fired,
-            "violations": [v.as_dict() for v in self.violations],
-            "liveness_checked": self.liveness_checked, "unreachable_goal": self.unreachable_goal,
-            "properties_checked": self.properties_checked,
-            "properties_not_checked": [pid for pid, _ in self.properties if pid not in self.properties_checked],
-            "level_sizes": self.level_sizes, "trace_files": [str(p) for p in self.trace_files],
-        }
 
 
 def run_with(model: Model) -> list[tuple[str, str]]:
@@ -268,7 +199,6 @@ class Explorer:
         result.coverage = dict(sorted(coverage.items()))
         result.never_fired = sorted(set(model.action_names()) - set(coverage))
         if self.check_liveness and result.complete:
-            from .liveness import check_liveness
             result.liveness_checked = True
             for prop in model.liveness:
                 lasso, unreachable = check_liveness(self, prop)

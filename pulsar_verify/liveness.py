@@ -13,14 +13,22 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import networkx as nx
 
-from .model import Action, Property
+from .model import Action, Model, Property
+from .results import Violation
 
-if TYPE_CHECKING:
-    from .explorer import Explorer, Violation
+
+class StateGraph(Protocol):
+    """What the check reads of an exploration, in-process (``Explorer``) or from a Spark run's files."""
+
+    model: Model
+    graph: dict  # fingerprint -> [(action, successor fingerprint)]
+    labels: dict  # fingerprint -> (invariant-broken flag, per liveness property (trigger, goal))
+
+    def path_to(self, fp: int) -> tuple[list, list]: ...
 
 
 def _path_within(graph, nodes: set, src: int, dst: int) -> list[tuple[Action, int]]:
@@ -46,11 +54,9 @@ def _path_within(graph, nodes: set, src: int, dst: int) -> list[tuple[Action, in
     raise AssertionError("nodes of one SCC must be mutually reachable")
 
 
-def check_liveness(ex: "Explorer", prop: Property) -> tuple["Violation | None", int]:
+def check_liveness(ex: StateGraph, prop: Property) -> tuple[Violation | None, int]:
     """Returns the lasso of the shortest fair cycle (or None) and the number of
     states, reachable from a trigger, from which the goal can never be reached."""
-    from .explorer import Violation
-
     index = ex.model.liveness.index(prop)
     labels = ex.labels
     graph = ex.graph

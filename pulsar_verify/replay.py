@@ -8,10 +8,9 @@ from typing import Any
 import attrs
 
 from . import registry
-from .explorer import DEADLOCK
 from .fingerprint import fingerprint
 from .itf import action_of, from_itf, state_vars
-from .model import Model, Property, UsageError
+from .model import DEADLOCK, Model, Property, UsageError
 
 
 class TraceError(UsageError):

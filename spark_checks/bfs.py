@@ -38,13 +38,15 @@ from collections import Counter
 from pathlib import Path
 
 from pulsar_verify import registry
-from pulsar_verify.explorer import DEADLOCK, Result, Violation, peak_rss_mb, run_with, states_along
+from pulsar_verify.explorer import peak_rss_mb, run_with, states_along
 from pulsar_verify.fingerprint import decode, encode, fingerprint, fingerprint_encoded
 from pulsar_verify.itf import trace_document
-from pulsar_verify.model import Action, Model, UsageError
+from pulsar_verify.model import DEADLOCK, Action, Model, UsageError
+from pulsar_verify.results import Result, Violation
 
-from .checkpoint import Checkpoint, edges_schema, links_schema, read_parts, read_summaries, read_visited, rows, \
-    write_summary, write_table, write_visited
+from .checkpoint import Checkpoint, edges_schema, links_schema, load_action, read_parts, read_summaries, read_visited, \
+    rows, write_summary, write_table, write_visited
+from .graph import check_liveness_on_disk
 from .session import spark_session
 
 FLUSH = 50_000  # locally distinct successors held by a task before it ships them
@@ -78,11 +80,6 @@ def dump_action(action: Action) -> bytes:
     """Actions are plain data (a label and primitive parameters): ``marshal`` is stable and
     executes no code when read back."""
     return marshal.dumps((action.name, action.params), 2)
-
-
-def load_action(blob: bytes) -> Action:
-    name, params = marshal.loads(blob)
-    return Action(name, params)
 
 
 def spark_failure(exc: Exception) -> str:
@@ -546,7 +543,6 @@ class SparkExplorer:
         result.coverage = dict(sorted(manifest["coverage"].items()))
         result.never_fired = sorted(set(model.action_names()) - set(result.coverage))
         if self.graph and model.liveness and complete:
-            from .graph import check_liveness_on_disk
             result.liveness_checked = True
             for prop, lasso, unreachable in check_liveness_on_disk(self, manifest):
                 result.unreachable_goal[prop.id] = unreachable

@@ -35,7 +35,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from pulsar_verify.model import UsageError
+from pulsar_verify.model import Action, UsageError
 
 FORMAT = "pulsar-verify/spark-checkpoint/2"
 
@@ -238,3 +238,8 @@ class Checkpoint:
 
     def commit(self, level: int) -> None:
         os.replace(self.partial_dir(level), self.level_dir(level))
+
+
+def load_action(blob: bytes) -> Action:
+    name, params = marshal.loads(blob)
+    return Action(name, params)

@@ -12,14 +12,13 @@ import marshal
 from pulsar_verify.explorer import path_to
 from pulsar_verify.liveness import check_liveness
 
-from .checkpoint import read_parts, rows
+from .checkpoint import load_action, read_parts, rows
 
 
 class DiskGraph:
     """What ``check_liveness`` reads from an explorer: model, graph, labels, path_to."""
 
     def __init__(self, explorer, manifest: dict):
-        from .bfs import load_action
         self.model = explorer.model
         self.init_by_fp = explorer.init_by_fp
         self.parents: dict = {}

@@ -16,8 +16,9 @@ from hashlib import blake2b
 
 import attrs
 
-from pulsar_verify.explorer import DEADLOCK, Violation, states_along
-from pulsar_verify.model import Model
+from pulsar_verify.explorer import states_along
+from pulsar_verify.results import Violation
+from pulsar_verify.model import DEADLOCK, Model
 
 from .bfs import _model
 

@@ -397,7 +397,7 @@ def lengths_found_step_for_step(name: str, variant: str, preset: str, covered: d
     model = models.build(name, variant, preset=preset)
     result, _ = explore(model)
     assert result.depth <= covered[preset] or variant not in z373.VARIANTS + zv4.VARIANTS  # the obligations' k
-    found = zv4.encoding(name, variant, preset).check(result.depth + 1)
+    found = {"pip-373": z373, "v4-txn": zv4}[name].encoding(variant, preset).check(result.depth + 1)
     lengths = found_lengths(found)
     return {v.prop.id: v.length for v in result.violations}, lengths
 
@@ -430,7 +430,7 @@ def test_step_for_step_v4_checking_reports_the_explorers_verdicts_and_lengths():
 @given(st.sampled_from([(v, p) for v in PIP373_VARIANTS for p in ("default", "upgrade-user-false", "upgrade-absent")]),
        st.integers(0, 10**9))
 def test_step_formulas_agree_with_the_pip373_model(case, pick):
-    assert disagreements_at(zv4, "pip-373", case, pick) == []
+    assert disagreements_at(z373, "pip-373", case, pick) == []
 
 
 @settings(max_examples=30, deadline=None)
@@ -441,7 +441,7 @@ def test_step_formulas_agree_with_the_v4_model(case, pick):
 
 def test_a_drifted_pip373_step_encoding_is_caught():
     model, states = explored("pip-373", "as-written", "default")
-    steps = zv4.encoding("pip-373", "as-written", "default")
+    steps = z373.encoding("as-written", "default")
     # a crash that keeps the dispatcher's read position
     drifted = drifted_step(steps, "crash", lambda v, changes: {**changes, "read": v["read"]})
     pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "crash" and s.subs[0].read]
@@ -450,7 +450,7 @@ def test_a_drifted_pip373_step_encoding_is_caught():
 
 def test_a_drifted_v4_step_encoding_is_caught():
     model, states = explored("v4-txn", "as-written", "sealed")
-    steps = zv4.encoding("v4-txn", "as-written", "sealed")
+    steps = zv4.encoding("as-written", "sealed")
 
     def drifted(v, w):  # a sealed segment that accepts the marker
         t = steps.transitions(v, w)
