@@ -19,11 +19,9 @@ import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import attrs
 
-ROOT = Path(__file__).resolve().parent.parent
 
 from pulsar_verify import registry
 from pulsar_verify.explorer import Explorer

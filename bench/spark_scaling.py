@@ -28,7 +28,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 
 CASES = ["pip-473/two-segments", "v4-txn/two-topics/off-segment-markers", "pip-373/two-txns",
          "pip-468/two-consumers-failover", "pip-477/cursor"]

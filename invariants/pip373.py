@@ -5,7 +5,6 @@ the pending-ack store as v4 has them: their properties are checked on ``v4-txn``
 from __future__ import annotations
 
 from pulsar_verify.model import PropertySet
-
 from pulsar_verify.models.pip373 import Pip373
 from pulsar_verify.models.pip373.model import FALSE, LEGACY_TXN, TRUE, holds_txn_entry
 
@@ -25,38 +24,40 @@ def _txn_ever_sent(s) -> bool:
 
 
 PROPERTIES.action_property("read-committed",
-                       "After any crash and reload, no subscription receives an aborted or still-open txn's entry",
-                       "Two Indexes exist 'to avoid consuming aborted messages or TXN in-progress messages'")(
-    read_committed)
+                           "After any crash and reload, no subscription receives an aborted or still-open txn's entry",
+                           "Two Indexes exist 'to avoid consuming aborted messages or TXN in-progress messages'")(
+        read_committed)
 PROPERTIES.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
-                       "Two Indexes: 'aborted messages indexes'")(committed_never_filtered)
+                           "Two Indexes: 'aborted messages indexes'")(committed_never_filtered)
 
 
-@PROPERTIES.action_property("txn-topic-never-skips", "A topic that ever held a transactional entry never skips the rebuild",
-                        "'Skip Transaction Buffer re-building Two Indexes if the topic ... does not contain TXN "
-                        "messages'")
+@PROPERTIES.action_property("txn-topic-never-skips",
+                            "A topic that ever held a transactional entry never skips the rebuild",
+                            "'Skip Transaction Buffer re-building Two Indexes if the topic ... does not contain TXN "
+                            "messages'")
 def txn_topic_never_skips(m, s, a, t):
     return a.name != "load_skip" or not holds_txn_entry(s.logs[0])
 
 
 @PROPERTIES.action_property("flag-never-cleared", "Once the broker has set the property true, it never goes back",
-                        "'it will be set to true when the first TXN message is publishing'")
+                            "'it will be set to true when the first TXN message is publishing'")
 def flag_never_cleared(m, s, a, t):
     return s.prop != (TRUE, True) or t.prop[0] == TRUE
 
 
 @PROPERTIES.action_property("flag-system-owned", "No admin or user write changes the property",
-                        "'NotAllowedException when you try to set/remove a topic property named "
-                        "__contains_txn_messages'")
+                            "'NotAllowedException when you try to set/remove a topic property named "
+                            "__contains_txn_messages'")
 def flag_system_owned(m, s, a, t):
     return a.name not in ("admin_update", "admin_remove") or t.prop == s.prop
 
 
 @PROPERTIES.action_property("skip-when-no-txn",
-                        "A topic never sent a transactional message skips the rebuild on every load once the broker "
-                        "has written its property false",
-                        "'We'd better skip Transaction Buffer re-building Two Indexes if the topic ... does not "
-                        "contain TXN messages to save resources usage'")
+                            "A topic never sent a transactional message skips the rebuild on every load "
+                            "once the broker "
+                            "has written its property false",
+                            "'We'd better skip Transaction Buffer re-building Two Indexes if the topic ... does not "
+                            "contain TXN messages to save resources usage'")
 def skip_when_no_txn(m, s, a, t):
     if a.name not in LOADS or _txn_ever_sent(s):
         return True

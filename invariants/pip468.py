@@ -2,10 +2,9 @@
 what producers, consumers and operators observe, and the metadata's own integrity."""
 from __future__ import annotations
 
-from pulsar_verify.model import PropertySet
-
 from functools import lru_cache
 
+from pulsar_verify.model import PropertySet
 from pulsar_verify.models.pip468 import Pip468
 from pulsar_verify.models.pip468.assignment import consumer_name, round_robin
 from pulsar_verify.models.pip468.clients import stream_sub
@@ -118,46 +117,48 @@ ENVIRONMENT = {"request_split", "request_merge", "lose_session", "crash", "publi
 SYSTEM = tuple(sorted(set(Pip468.action_labels) - ENVIRONMENT))
 
 PROPERTIES.invariant("layout-valid", "The persisted layout's active segments partition [0x0000, 0xFFFF], its DAG is "
-                 "acyclic with symmetric links, ids are unique and below nextSegmentId, seals follow creations",
-                 "SegmentLayout; SegmentInfo; Metadata Store Schema")(layout_valid)
+                     "acyclic with symmetric links, ids are unique and below nextSegmentId, seals follow creations",
+                     "SegmentLayout; SegmentInfo; Metadata Store Schema")(layout_valid)
 PROPERTIES.action_property("epoch-increases", "The metadata version never goes back and every layout change "
-                       "increases the epoch", "SegmentLayout: 'epoch ... incremented on every layout change'")(
-    epoch_increases)
+                           "increases the epoch", "SegmentLayout: 'epoch ... incremented on every layout change'")(
+        epoch_increases)
 PROPERTIES.action_property("sealed-accepts-no-write", "No write is accepted by a segment the metadata has sealed",
-                       f"{SPLIT_WHY}: 'by the time clients see the new layout, the parent is already sealed'")(
-    sealed_accepts_no_write)
+                           f"{SPLIT_WHY}: 'by the time clients see the new layout, the parent is already sealed'")(
+        sealed_accepts_no_write)
 PROPERTIES.invariant("one-writable-segment", "For every hash, the segments a producer can be routed to (by the "
-                 "metadata or a stale DAG) hold at most one writable topic",
-                 f"{SPLIT_WHY}: 'There is no window where both parent and children are writable'")(
-    one_writable_segment)
+                     "metadata or a stale DAG) hold at most one writable topic",
+                     f"{SPLIT_WHY}: 'There is no window where both parent and children are writable'")(
+        one_writable_segment)
 PROPERTIES.action_property("cursors-before-routing", "A producer's write lands only on a segment that has a cursor "
-                       "for every existing subscription",
-                       "Motivation: 'all subscription cursors exist before producers are redirected'")(
-    cursors_before_routing)
+                           "for every existing subscription",
+                           "Motivation: 'all subscription cursors exist before producers are redirected'")(
+        cursors_before_routing)
 PROPERTIES.invariant("no-message-loss", "Every acknowledged message is delivered, or still in the backlog, of every "
-                 "subscription that existed when it was acknowledged",
-                 "Split Protocol: 'guarantee that no messages are lost'")(no_message_loss)
+                     "subscription that existed when it was acknowledged",
+                     "Split Protocol: 'guarantee that no messages are lost'")(no_message_loss)
 PROPERTIES.action_property("per-key-order", "The stream subscription receives each key's messages in publish order, "
-                       "across splits and merges",
-                       "Consumer Assignment: StreamConsumer (ordered) and 'getLineage ... catch-up reads'")(
-    per_key_order)
+                           "across splits and merges",
+                           "Consumer Assignment: StreamConsumer (ordered) and 'getLineage ... catch-up reads'")(
+        per_key_order)
 PROPERTIES.invariant("assignment-exclusive", "No segment is in two consumers' persisted assignments",
-                 "Consumer Assignment: 'Each active segment is owned by exactly one consumer at any time'")(
-    assignment_exclusive)
+                     "Consumer Assignment: 'Each active segment is owned by exactly one consumer at any time'")(
+        assignment_exclusive)
 PROPERTIES.action_property("reconnect-keeps-assignment", "A consumer reconnecting within its grace period changes "
-                       "no assignment", "Consumer Session Lifecycle: 'resumes with the same persisted assignment "
-                       "— no rebalance, no other consumer disturbed'")(reconnect_keeps_assignment)
+                           "no assignment", "Consumer Session Lifecycle: 'resumes with the same persisted assignment "
+                           "— no rebalance, no other consumer disturbed'")(reconnect_keeps_assignment)
 PROPERTIES.invariant("sessions-durable", "A consumer's registration stays persisted from its registration until "
-                 "the leader evicts it after its grace period",
-                 "Consumer Session Lifecycle: 'this entry is durable and outlives TCP disconnects, client restarts, "
-                 "and controller leader failovers'")(sessions_durable)
+                     "the leader evicts it after its grace period",
+                     "Consumer Session Lifecycle: 'this entry is durable and outlives TCP disconnects, "
+                     "client restarts, "
+                     "and controller leader failovers'")(sessions_durable)
 PROPERTIES.leads_to("writable-coverage", "Every hash again has a writable segment after any split, merge or failover",
-                "Leader Election and Failover; Split Protocol step 3-4",
-                trigger=stranded, goal=lambda m, s: not stranded(m, s), fair=SYSTEM)
+                    "Leader Election and Failover; Split Protocol step 3-4",
+                    trigger=stranded, goal=lambda m, s: not stranded(m, s), fair=SYSTEM)
 PROPERTIES.leads_to("acked-delivered", "Every acknowledged message is eventually delivered to every subscription "
-                "that existed when it was acknowledged", "Split Protocol: 'no messages are lost'",
-                trigger=lambda m, s: bool(undelivered(s)), goal=lambda m, s: not undelivered(s), fair=SYSTEM)
+                    "that existed when it was acknowledged", "Split Protocol: 'no messages are lost'",
+                    trigger=lambda m, s: bool(undelivered(s)), goal=lambda m, s: not undelivered(s), fair=SYSTEM)
 PROPERTIES.leads_to("assignment-complete", "The persisted assignment converges to the round-robin of the current "
-                "active segments over the registered consumers, and each consumer connected to the leader acts on it",
-                "Rebalancing; Layout Change Propagation; Consumer Session Lifecycle (failover)",
-                trigger=assignment_stale, goal=lambda m, s: not assignment_stale(m, s), fair=SYSTEM)
+                    "active segments over the registered consumers, and each consumer connected to the "
+                    "leader acts on it",
+                    "Rebalancing; Layout Change Propagation; Consumer Session Lifecycle (failover)",
+                    trigger=assignment_stale, goal=lambda m, s: not assignment_stale(m, s), fair=SYSTEM)

@@ -8,7 +8,6 @@ GC must not be able to erase from the properties' view.
 from __future__ import annotations
 
 from pulsar_verify.model import PropertySet
-
 from pulsar_verify.models.pip473 import Pip473
 from pulsar_verify.models.pip473.state import ACK, COMMITTED, FINAL, OPEN
 
@@ -21,7 +20,7 @@ SEC_ACKS = "MetadataPendingAckStore: commit applies acks to the cursor, abort dr
 
 
 @PROPERTIES.action_property("header-state-machine",
-                        "A txn header only goes OPEN -> COMMITTED or OPEN -> ABORTED, once", SEC_HEADER)
+                            "A txn header only goes OPEN -> COMMITTED or OPEN -> ABORTED, once", SEC_HEADER)
 def header_state_machine(m, s, a, t):
     for txn, before in s.headers:
         after = t.headers.get(txn)
@@ -31,8 +30,8 @@ def header_state_machine(m, s, a, t):
 
 
 @PROPERTIES.invariant("one-outcome",
-                  "Commit and abort never both win: the client's answer, the header and every later reader agree",
-                  "End-txn: 'The CAS on the header is the linearization point'")
+                      "Commit and abort never both win: the client's answer, the header and every later reader agree",
+                      "End-txn: 'The CAS on the header is the linearization point'")
 def one_outcome(m, s):
     for txn, h in s.headers:
         if h.state in FINAL and s.decided.get(txn) != h.state:
@@ -44,7 +43,7 @@ def one_outcome(m, s):
 
 
 @PROPERTIES.action_property("read-committed",
-                        "No subscription or reader receives an entry of a txn that is not committed", SEC_DISPATCH)
+                            "No subscription or reader receives an entry of a txn that is not committed", SEC_DISPATCH)
 def read_committed(m, s, a, t):
     if a.name != "deliver":
         return True
@@ -53,8 +52,8 @@ def read_committed(m, s, a, t):
 
 
 @PROPERTIES.action_property("committed-never-filtered",
-                        "No subscription or reader skips an entry of a committed txn as aborted "
-                        "(sealed segments, late subscriptions and GC included)", SEC_DISPATCH)
+                            "No subscription or reader skips an entry of a committed txn as aborted "
+                            "(sealed segments, late subscriptions and GC included)", SEC_DISPATCH)
 def committed_never_filtered(m, s, a, t):
     if a.name != "filter":
         return True
@@ -62,10 +61,10 @@ def committed_never_filtered(m, s, a, t):
 
 
 @PROPERTIES.invariant("dispatch-decisions-agree",
-                  "No transactional entry is delivered to one subscription (or before a broker restart) and "
-                  "skipped as aborted by another (or after)",
-                  "Recovery: 'the participant re-derives state from the header on restart'; Why this works: "
-                  "'Sealed parents and live children both consult the same metadata'")
+                      "No transactional entry is delivered to one subscription (or before a broker restart) and "
+                      "skipped as aborted by another (or after)",
+                      "Recovery: 'the participant re-derives state from the header on restart'; Why this works: "
+                      "'Sealed parents and live children both consult the same metadata'")
 def dispatch_decisions_agree(m, s):
     received, filtered = set(), set()
     n = m.config.subs + m.config.late_subs
@@ -82,8 +81,8 @@ def acks_only_from_committed(m, s):
 
 
 @PROPERTIES.invariant("committed-acks-not-lost",
-                  "Every ack of a committed txn is in the cursor or still recorded for its store to apply",
-                  SEC_ACKS + "; review: 'GC orphan-cleanup window vs. slow participant can lose committed work'")
+                      "Every ack of a committed txn is in the cursor or still recorded for its store to apply",
+                      SEC_ACKS + "; review: 'GC orphan-cleanup window vs. slow participant can lose committed work'")
 def committed_acks_not_lost(m, s):
     n = m.config.subs + m.config.late_subs
     recorded = {(txn, op.seg, op.sub, op.pos) for (txn, _), op in s.ops if op.kind == ACK}
@@ -95,9 +94,9 @@ def committed_acks_not_lost(m, s):
 
 
 @PROPERTIES.action_property("no-write-after-end",
-                        "A send is acknowledged to the client only while its txn's header is OPEN",
-                        "Late-write race: 'The publish-path header check on the participant broker rejects "
-                        "with TxnConflict'")
+                            "A send is acknowledged to the client only while its txn's header is OPEN",
+                            "Late-write race: 'The publish-path header check on the participant broker rejects "
+                            "with TxnConflict'")
 def no_write_after_end(m, s, a, t):
     if a.name != "pub_ack":
         return True
@@ -116,9 +115,9 @@ ENVIRONMENT = {"new_txn", "end_txn", "send", "send_conflict", "txn_ack", "txn_ac
 SYSTEM = tuple(sorted(set(Pip473.action_labels) - ENVIRONMENT))
 
 PROPERTIES.leads_to("end-txn-completes",
-                "Every end-txn the client asks for is answered, with segments sealed mid-transaction",
-                "Why this works: 'Sealing a segment is irrelevant ... End-txn becomes a metadata-store CAS'",
-                trigger=_ending, goal=lambda m, s: not _ending(m, s), fair=SYSTEM)
+                    "Every end-txn the client asks for is answered, with segments sealed mid-transaction",
+                    "Why this works: 'Sealing a segment is irrelevant ... End-txn becomes a metadata-store CAS'",
+                    trigger=_ending, goal=lambda m, s: not _ending(m, s), fair=SYSTEM)
 
 
 def _uncollected(m, s):
@@ -126,9 +125,9 @@ def _uncollected(m, s):
 
 
 PROPERTIES.leads_to("finalized-txns-collected",
-                "Every finalized txn's op records and header are eventually deleted",
-                "Garbage collection: two phases, participant materialization then header GC sweep",
-                trigger=_uncollected, goal=lambda m, s: not _uncollected(m, s), fair=SYSTEM)
+                    "Every finalized txn's op records and header are eventually deleted",
+                    "Garbage collection: two phases, participant materialization then header GC sweep",
+                    trigger=_uncollected, goal=lambda m, s: not _uncollected(m, s), fair=SYSTEM)
 
 
 def _undelivered(m, s):
@@ -144,7 +143,9 @@ def _undelivered(m, s):
 
 
 PROPERTIES.leads_to("committed-entries-delivered",
-                "Once a txn commits, every subscription eventually receives all its entries, sealed segments included",
-                "Goals: 'Atomic transactions over segment:// topics (writes and acks), including transactions whose "
-                "lifetime spans split/merge'",
-                trigger=_undelivered, goal=lambda m, s: not _undelivered(m, s), fair=SYSTEM)
+                    "Once a txn commits, every subscription eventually receives all its entries, sealed "
+                    "segments included",
+                    "Goals: 'Atomic transactions over segment:// topics (writes and acks), including "
+                    "transactions whose "
+                    "lifetime spans split/merge'",
+                    trigger=_undelivered, goal=lambda m, s: not _undelivered(m, s), fair=SYSTEM)

@@ -4,8 +4,6 @@ plan promise users."""
 from __future__ import annotations
 
 from pulsar_verify.model import PropertySet
-
-from pulsar_verify.models.pip477 import Pip477
 from pulsar_verify.models.pip477.proto import survives_old_broker
 from pulsar_verify.models.pip477.routing import create_cluster, creatable, records, resolve
 from pulsar_verify.models.pip477.state import ACTIVE, ATTR_KEY, LEGACY_DATA, NEW, OLD
@@ -130,7 +128,8 @@ P.invariant("I2", "Every read of a ledger (topic data, cursor recovery, schema) 
             "it: old ledgers stay readable at every phase (production incident)",
             f"{TABLE} I2; Data Plane Continuity: 'reads of historical data continue against the old cluster'")(i2)
 P.invariant("I3", "No Broker-ZK update is lost: every putSchema acknowledged is in the locator and no write "
-            "skipped its version check (lost update)", f"{TABLE} I3; Schema PROMOTE; Concurrent putSchema and PROMOTE")(i3)
+            "skipped its version check (lost "
+            "update)", f"{TABLE} I3; Schema PROMOTE; Concurrent putSchema and PROMOTE")(i3)
 P.action_property("I4", "Every entry of one read comes through the cluster chosen when its handle was opened "
                   "(NoSuchLedger / partial read)", f"{TABLE} I4; Read-Path Routing")(i4)
 P.action_property("I5", "The old BK client is closed only when no handle is bound to it (cascading read failures)",
@@ -163,7 +162,8 @@ P.invariant("position-not-rewound", "A consumer's acknowledged position survives
             "recovered markDelete position is never behind the last one confirmed",
             "Data Plane Continuity: 'markDelete ... Continues'; I9 consequence")(position_kept)
 P.invariant("no-publish-pause", "The topic owner can always write unless the cluster it writes to is down: its "
-            "ledger is writable or it can create one", "Safety Guarantees: 'No publish/consume pause'")(no_publish_pause)
+            "ledger is writable or it can create "
+            "one", "Safety Guarantees: 'No publish/consume pause'")(no_publish_pause)
 P.action_property("rollback-keeps-business-znodes", "ROLLBACK leaves the business fields of the ledger list, cursor "
                   "and schema znodes byte-for-byte unchanged",
                   "Rollout P6: 'Broker-ZK business znodes byte-for-byte unchanged'; Phase 7")(rollback_keeps_business)

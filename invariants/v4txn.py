@@ -4,7 +4,6 @@ which runs on the same transaction buffer."""
 from __future__ import annotations
 
 from pulsar_verify.model import PropertySet
-
 from pulsar_verify.models.v4txn import V4Txn
 from pulsar_verify.models.v4txn.state import ABORTED, COMMITTED, ENDING, OPEN
 
@@ -55,15 +54,18 @@ SEC_END = "How the two interact: 'End-of-transaction stalls on sealed segments .
 
 
 PROPERTIES.action_property("read-committed", "No subscription receives an entry of a txn that is not committed",
-                      SEC_TB)(read_committed)
+                           SEC_TB)(read_committed)
 PROPERTIES.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
-                      SEC_TB)(committed_never_filtered)
+                           SEC_TB)(committed_never_filtered)
 PROPERTIES.invariant("acks-only-from-committed", "An aborted txn's acks never reach the cursor",
-                "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'")(
-    acks_only_from_committed)
+                     "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'")(
+         acks_only_from_committed)
 PROPERTIES.action_property("tc-state-machine",
-                      "The TC's log moves a txn only OPEN -> COMMITTING -> COMMITTED or OPEN -> ABORTING -> ABORTED",
-                      "Background: the TC 'tracks the lifecycle of every transaction (OPEN, COMMITTING, COMMITTED, "
-                      "ABORTING, ABORTED ...)'")(tc_state_machine)
-PROPERTIES.leads_to("end-txn-completes", "Every end-txn the client asks for is answered, with topics sealed mid-transaction",
+                           "The TC's log moves a txn only OPEN -> COMMITTING -> COMMITTED or OPEN -> "
+                           "ABORTING -> ABORTED",
+                           "Background: the TC 'tracks the lifecycle of every transaction (OPEN, "
+                           "COMMITTING, COMMITTED, "
+                           "ABORTING, ABORTED ...)'")(tc_state_machine)
+PROPERTIES.leads_to("end-txn-completes",
+                    "Every end-txn the client asks for is answered, with topics sealed mid-transaction",
                     SEC_END, trigger=ending, goal=lambda m, s: not ending(m, s), fair=SYSTEM)

@@ -3,8 +3,9 @@
 A run writes into a staging directory beside its ``--out``, made (and so checked writable)
 before any work starts. When the run has finished, the staging directory takes the place of
 ``--out`` by two renames on one file system; if the run fails, ``--out`` is left as it was and
-the staging directory is removed. So a reused ``--out`` never mixes two runs, and a failed run
-never loses what an earlier one wrote.
+the staging directory is removed (one a killed run left is removed by the next run on the same
+``--out``). So a reused ``--out`` never mixes two runs, and a failed run never loses what an
+earlier one wrote.
 """
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ def replacing(out: Path, keep: tuple[str, ...] = ()) -> Iterator[Path]:
     moved over from the old ``out``."""
     out = Path(out).absolute()
     _check_target(out)
+    for kind in ("incoming", "replaced"):  # what a run that was killed left beside ``out``
+        for stale in out.parent.glob(f".{out.name}.{kind}-*"):
+            shutil.rmtree(stale, ignore_errors=True)
     staging = out.with_name(f".{out.name}.incoming-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
     try:
         staging.mkdir()
         probe = staging / ".writable"

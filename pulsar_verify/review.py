@@ -90,9 +90,9 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
                             continue
                         write_results(model, r, staging / run_dir, out / run_dir)
                         rows.append((model.name, variant, preset, engine, model, r))
+                        violated = ", ".join(v.prop.id for v in r.violations) or "-"
                         print(f"{model.name:<9} {variant:<36} {preset:<14} {engine:<6} {r.distinct_states:>9,} "
-                              f"states {r.seconds:7.2f}s  violated: {', '.join(v.prop.id for v in r.violations) or '-'}",
-                              flush=True)
+                              f"states {r.seconds:7.2f}s  violated: {violated}", flush=True)
             for variant in _hypothesis_variants(cls):
                 model = cls(cls.make_config(variant, values=cls.hypothesis_bounds))
                 examples, failed = run_machine(model, staging / cls.name / variant / "hypothesis", nightly)

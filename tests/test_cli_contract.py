@@ -3,7 +3,6 @@
 replaced whole or left untouched, and ``replay`` is as strict about a file as the CLI is about flags."""
 from __future__ import annotations
 
-import copy
 import json
 import socket
 import threading
@@ -149,3 +148,12 @@ def test_unknown_names_are_usage_errors():
     for args in (["explore", "no-such-model"], ["explore", "toy-lock", "--variant", "nope"],
                  ["explore", "toy-lock", "--bounds", "nope"], ["replay", "/no/such/file.json"]):
         one_line_error(cli(*args))
+
+
+def test_a_killed_runs_staging_directory_is_cleared_by_the_next_run(tmp_path):
+    out = tmp_path / "out"
+    left = tmp_path / ".out.incoming-99999999"
+    left.mkdir()
+    (left / "half.itf.json").write_text("{")
+    assert cli("explore", "toy-lock", "--variant", "all-fixes", "--out", str(out), "--quiet").returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
