@@ -23,6 +23,13 @@ FINDINGS_DIR = Path(catalogue.__file__).parent  # findings/ in a checkout, pulsa
 EXPECTATIONS = FINDINGS_DIR / "expectations.json"
 
 
+# What users lose, most first (issue scale): acknowledged data lost or data delivered that must never be;
+# permanent unavailability or stuck progress without operator repair; temporary unavailability, or a loss
+# that needs an operator mistake or an unsupported step; no loss, a divergence from the text worth fixing.
+SEVERITIES = ("critical", "high", "medium", "low")
+OBSERVATION = "observation"  # a counterexample in which no user loses anything: kept, never counted as a finding
+
+
 @attrs.frozen
 class Finding:
     model: str
@@ -32,7 +39,17 @@ class Finding:
     bounds: str
     length: int
     fix: str
+    severity: str  # one of SEVERITIES, or OBSERVATION
+    loses: str  # one line: what users lose (for an observation, why nobody does)
     alone: bool = False  # shown with the property checked on its own (another one's violation comes first)
+
+    @property
+    def observation(self) -> bool:
+        return self.severity == OBSERVATION
+
+    @property
+    def rank(self) -> int:
+        return SEVERITIES.index(self.severity) if not self.observation else len(SEVERITIES)
 
     @property
     def trace(self) -> Path:
@@ -55,6 +72,9 @@ def catalogue(model: str) -> list[Finding]:
                                   ("fix variant", f.fix, cls.variant_names())):
             if name not in known:
                 raise ModelDefinitionError(f"{path}: finding {f.name} names {what} {name!r}, which {model} lacks")
+        if f.severity not in (*SEVERITIES, OBSERVATION) or not f.loses:
+            raise ModelDefinitionError(f"{path}: finding {f.name} needs a severity ({', '.join(SEVERITIES)} or "
+                                       f"{OBSERVATION}) and what users lose")
     return found
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import attrs
 
-from .findings import catalogue
+from .findings import SEVERITIES, catalogue
 from .model import Model
 from .replay import load, model_for, replay
 from .show import diff
@@ -38,6 +38,25 @@ class Cell:
         if self.hypothesis:
             text += f"; Hypothesis {self.hypothesis}"
         return text
+
+
+    def compact(self) -> str:
+        """For the matrix: ``✅ 56k`` (states explored, ``*`` if a bound cut the search, ``H`` if Hypothesis
+        holds too) or ``❌ bounds·length`` (``↻`` for a lasso) of the shortest counterexample."""
+        if self.violations:
+            preset, length, lasso = min(self.violations, key=lambda v: v[1])
+            return f"❌ {preset}·{length}{'↻' if lasso else ''}"
+        text = f"✅ {_count(self.states)}{'*' if self.incomplete else ''}"
+        if self.hypothesis:
+            text += " ❌H" if self.hypothesis == VIOLATED else " H"
+        return text
+
+
+def _count(n: int) -> str:
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}" if n < 10 * size else f"{n // size}{unit}"
+    return str(n)
 
 
 def cells(rows, hypothesis: dict) -> dict:
@@ -103,43 +122,116 @@ def _short(value: str, limit: int = 60) -> str:
     return value if len(value) <= limit else value[:limit - 1] + "…"
 
 
-def sequence_diagram(model: Model, states, actions, prop_id: str, loop: int | None = None) -> str:
-    """The counterexample as a mermaid ``sequenceDiagram``: one message per step with the state it
-    changes; the step that breaks the property (or the loop of a lasso) highlighted."""
-    steps, seen = [], []
+STEPS_PER_DIAGRAM = 8  # a longer trace is drawn in parts, so each part's text stays readable at page width
+CHANGES_PER_MESSAGE = 2
+LINE = 28  # characters per line of a message
+# Narrower actor boxes and margins than mermaid's defaults (150, 50): more lifelines fit the column.
+CONFIG = "---\nconfig:\n  sequence:\n    width: 110\n    actorMargin: 30\n---"
+
+
+def _wrap(text: str, width: int = LINE) -> list[str]:
+    """``text`` in lines of at most about ``width`` characters, broken after commas or spaces."""
+    lines, line = [], ""
+    for word in re.split(r"(?<=[, ])", text):
+        if line and len(line) + len(word.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += word
+    return lines + [line.rstrip()] if line.strip() else lines
+
+
+class _Reads:
+    """A state that records which of its fields are read (to learn what a property looks at)."""
+
+    def __init__(self, state, seen: set):
+        object.__setattr__(self, "_state", state)
+        object.__setattr__(self, "_seen", seen)
+
+    def __getattr__(self, name):
+        self._seen.add(name)
+        return getattr(self._state, name)
+
+
+def fields_read(model: Model, prop, states, actions) -> set[str] | None:
+    """The state fields ``prop`` reads on this trace (its check on each step, or its trigger and goal);
+    None if a check cannot be evaluated on a recording state."""
+    seen: set = set()
+    try:
+        for i, t in enumerate(states):
+            if prop.kind == "invariant":
+                prop.check(model, _Reads(t, seen))
+            elif prop.kind == "action" and i:
+                prop.check(model, _Reads(states[i - 1], seen), actions[i - 1], _Reads(t, seen))
+            elif prop.kind == "liveness":
+                prop.goal(model, _Reads(t, seen))
+                if prop.trigger is not None:
+                    prop.trigger(model, _Reads(t, seen))
+    except Exception:  # a check that needs the real state (isinstance, attrs.evolve): show every change
+        return None
+    return seen
+
+
+def _relevant(changes, fields: set | None):
+    """The changes to the fields the property reads (every change when that is unknown)."""
+    if fields is None:
+        return changes
+    mine = [c for c in changes if re.split(r"[.\[]", c[0], maxsplit=1)[0] in fields]
+    return mine
+
+
+def sequence_diagrams(model: Model, states, actions, prop, loop: int | None = None) -> list[str]:
+    """The counterexample as mermaid ``sequenceDiagram``s of at most ``STEPS_PER_DIAGRAM`` steps each,
+    each with only the participants that act in it. A message is the action and its changes to the
+    state the violated property reads; the step that breaks it (or the loop of a lasso) is highlighted."""
+    fields = fields_read(model, prop, states, actions)
+    steps = []
     for i, a in enumerate(actions, start=1):
         params = dict(a.params)
-        arrow = model.sequence.get(a.name, "System->>System")
-        src, dst = (_actor(x, params) for x in arrow.split("->>"))
-        for actor in (src, dst):
-            if actor not in seen:
-                seen.append(actor)
-        changes = [f"{path}: {_short(was)} → {_short(now)}" for path, was, now in diff(states[i - 1], states[i])]
-        if len(changes) > 3:
-            changes = changes[:3] + [f"… {len(changes) - 3} more"]
-        text = "<br/>".join([f"{i}. {a}"] + changes)
-        steps.append((src, dst, _text(text)))
-    lines = ["sequenceDiagram"]
-    lines += [f"    participant {_ident(a)} as {a}" for a in seen]
-    last = len(steps)
-    for i, (src, dst, text) in enumerate(steps, start=1):
-        if loop is not None and i == loop + 1:
+        src, dst = (_actor(x, params) for x in model.sequence.get(a.name, "System->>System").split("->>"))
+        changes = _relevant(list(diff(states[i - 1], states[i])), fields)
+        shown = [f"{_short(path, LINE)}: {_short(now, LINE)}" for path, _, now in changes[:CHANGES_PER_MESSAGE]]
+        if len(changes) > CHANGES_PER_MESSAGE:
+            shown.append(f"… {len(changes) - CHANGES_PER_MESSAGE} more")
+        steps.append((src, dst, _text("<br/>".join(_wrap(f"{i}. {a}") + [x for c in shown for x in _wrap(c)]))))
+    last, parts = len(steps), []
+    for first in range(0, last, STEPS_PER_DIAGRAM):
+        part = list(enumerate(steps, start=1))[first:first + STEPS_PER_DIAGRAM]
+        seen: list = []
+        for _, (src, dst, _) in part:
+            seen += [x for x in (src, dst) if x not in seen]
+        left, right = _ident(seen[0]), _ident(seen[-1])
+        lines = [CONFIG, "sequenceDiagram"] + [f"    participant {_ident(a)} as {a}" for a in seen]
+        in_loop = loop is not None and first >= loop + 1 and loop < last
+        if in_loop:
             lines.append("    rect rgb(255, 236, 204)")
-            lines.append(f"    Note over {_ident(seen[0])},{_ident(seen[-1])}: from here the run loops forever")
-        if loop is None and i == last:
-            lines.append("    rect rgb(255, 221, 221)")
-        lines.append(f"    {_ident(src)}->>{_ident(dst)}: {text}")
-        if loop is None and i == last:
-            lines.append(f"    Note over {_ident(dst)}: {prop_id} violated")
+        for i, (src, dst, text) in part:
+            if loop is not None and i == loop + 1:
+                lines += ["    rect rgb(255, 236, 204)", f"    Note over {left},{right}: from here the run loops forever"]
+                in_loop = True
+            if loop is None and i == last:
+                lines.append("    rect rgb(255, 221, 221)")
+            lines.append(f"    {_ident(src)}->>{_ident(dst)}: {text}")
+            if loop is None and i == last:
+                lines += [f"    Note over {_ident(dst)}: {prop.id} violated", "    end"]
+        if loop is not None and part[-1][0] == last:
+            if loop >= last:
+                lines.append(f"    Note over {left},{right}: stays here forever: {prop.id} never holds")
+            else:
+                lines.append(f"    Note over {left},{right}: back to the state after step {loop}: {prop.id} never holds")
+        if in_loop:
             lines.append("    end")
-    if loop is not None:
-        if loop >= last:
-            lines.append(f"    Note over {_ident(seen[0])},{_ident(seen[-1])}: stays here forever: {prop_id} never holds")
-        else:
-            lines.append(f"    Note over {_ident(seen[0])},{_ident(seen[-1])}: back to the state after step {loop}: "
-                         f"{prop_id} never holds")
-            lines.append("    end")
-    return "\n".join(lines)
+        parts.append("\n".join(lines))
+    return parts
+
+
+def step_list(states, actions) -> list[str]:
+    """Every step with the whole change it makes to the state, as a numbered list."""
+    out = []
+    for i, a in enumerate(actions, start=1):
+        changes = "; ".join(f"`{path}`: {_short(was, 80)} → {_short(now, 80)}"
+                            for path, was, now in diff(states[i - 1], states[i]))
+        out.append(f"{i}. `{a}`: {changes or 'no change'}")
+    return out
 
 
 def _scenario(md: str) -> str:
@@ -152,95 +244,168 @@ def finding_section(cls: type[Model], f, table: dict | None = None) -> list[str]
     outcome = replay(f.trace)
     doc = load(f.trace)
     model = model_for(doc, f.trace)
+    prop = model.property(f.property)
     fix_cell = table.get((cls.name, f.fix, f.property)) if table else None
-    fix = f"`{f.fix}`" + (f": {fix_cell.markdown()}" if fix_cell else "")
+    fix = f"`{f.fix}`" + (f" ({fix_cell.markdown()})" if fix_cell else "")
     rel = f"findings/{cls.name}/{f.trace.name}"
-    return [f"### {f.title}", "",
-            f"**Property:** `{f.property}` — {model.property(f.property).statement}. **Bounds:** `{f.bounds}`. "
-            f"**Counterexample:** {f.length} steps{' (the property checked on its own)' if f.alone else ''}. "
-            f"**Fix:** {fix}.", "",
-            _scenario(f.explanation.read_text()), "",
-            "```mermaid", sequence_diagram(model, outcome.states, outcome.actions, f.property, doc.get("loop")), "```",
-            "", f"Explanation: [`findings/{cls.name}/{f.explanation.name}`](../findings/{cls.name}/{f.explanation.name})",
-            "", "```", f"pulsar-verify replay {rel}                       # exit 1: reproduces",
-            f"pulsar-verify replay {rel} --variant {f.fix}  # exit 0: the fix kills it", "```", ""]
+    diagrams = sequence_diagrams(model, outcome.states, outcome.actions, prop, doc.get("loop"))
+    lines = [f"### {f.title}", "",
+             f"**{f.severity.capitalize()}.** {f.loses[0].upper() + f.loses[1:]}.", "",
+             f"**Property:** `{f.property}` — {prop.statement}. **Bounds:** `{f.bounds}`. "
+             f"**Counterexample:** {f.length} steps{' (the property checked on its own)' if f.alone else ''}. "
+             f"**Fix:** {fix}.", "",
+             _scenario(f.explanation.read_text()), ""]
+    for k, diagram in enumerate(diagrams, start=1):
+        first = (k - 1) * STEPS_PER_DIAGRAM + 1
+        if len(diagrams) > 1:
+            lines += [f"Steps {first}-{min(first + STEPS_PER_DIAGRAM - 1, f.length)}:", ""]
+        lines += ["```mermaid", diagram, "```", ""]
+    return lines + [
+        "<details><summary>Every step with its whole state change</summary>", "",
+        *step_list(outcome.states, outcome.actions), "", "</details>", "",
+        f"Explanation: [`findings/{cls.name}/{f.explanation.name}`](../findings/{cls.name}/{f.explanation.name})",
+        "", "```", f"pulsar-verify replay {rel}", f"pulsar-verify replay {rel} --variant {f.fix}", "```",
+        "Exit 1: it reproduces; with the fix, exit 0: the fix kills it.", ""]
 
 
 # -- pages -----------------------------------------------------------------------
 
 def proofs_section(proofs: list) -> list[str]:
-    """The Z3 obligations of a model: ``proofs`` is a list of (Obligation, Verdict)."""
+    """The Z3 obligations of a model (``proofs``: a list of (Obligation, Verdict)), collapsed."""
     if not proofs:
         return []
-    lines = ["## Z3 obligations (`pulsar-verify prove`)", "",
-             "| obligation | variants | verdict | seconds | claim | counterexample |", "|---|---|---|---:|---|---|"]
-    for o, v in proofs:
-        row = [f"`{o.name}`", ", ".join(f"`{x}`" for x in o.variants), v.status, f"{v.seconds:.2f}", o.statement,
-               v.detail if v.status != "proved" else ""]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
-    return lines + [""]
+    lines = ["<details><summary>Z3 obligations (<code>pulsar-verify prove</code>): "
+             f"{sum(v.status == 'proved' for _, v in proofs)} proved, "
+             f"{sum(v.status == 'violated' for _, v in proofs)} violated</summary>", "",
+             "| obligation | variants | verdict | seconds |", "|---|---|---|---:|"]
+    lines += [f"| `{o.name}` | {', '.join(f'`{x}`' for x in o.variants)} | {v.status} | {v.seconds:.2f} |"
+              for o, v in proofs]
+    lines += [""] + [f"- `{o.name}`: {o.statement}" + (f" Counterexample: {v.detail}" if v.status != "proved" and v.detail
+                                                        else "") for o, v in proofs]
+    return lines + ["", "</details>", ""]
+
+
+MATRIX_COLUMNS = 5  # variant columns per table, so that each fits an ~890 px column
+
+
+def _anchor(title: str) -> str:
+    """GitHub's anchor for a heading."""
+    return "#" + re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def _severities(findings) -> str:
+    counts = [(sev, sum(f.severity == sev for f in findings)) for sev in SEVERITIES]
+    return ", ".join(f"{n} {sev}" for sev, n in counts if n) or "none"
+
+
+def _broken(cls, table: dict, variant: str) -> list[str]:
+    return [p.id for p in cls.checked_properties()
+            if (cls.name, variant, p.id) in table and table[cls.name, variant, p.id].violations]
+
+
+def _states(rows, name: str, variant: str) -> int:
+    return sum(r.distinct_states for n, v, _, e, _, r in rows if n == name and v == variant and e == "local")
+
+
+def verdict(cls: type[Model], table: dict, rows) -> str:
+    """A sentence or two: what is wrong with the design as written, and whether every fix together holds."""
+    found = catalogue(cls.name)
+    findings = [f for f in found if not f.observation]
+    n = len(cls.checked_properties())
+    bad = _broken(cls, table, "as-written")
+    text = (f"As written, `{cls.name}` breaks {len(bad)} of its {n} properties within the bounds explored: "
+            f"{len(findings)} findings ({_severities(findings)}) and {len(found) - len(findings)} observations."
+            if bad else f"As written, every one of the {n} properties of `{cls.name}` holds within the bounds explored.")
+    best = cls.best_variant()
+    if best is None:
+        return text
+    still = _broken(cls, table, best)
+    if still:
+        return text + f" **With every fix (`{best}`), {len(still)} still break: {', '.join(still)}.**"
+    return text + (f" With every fix (`{best}`), all {n} hold at every in-process bound set "
+                   f"({_states(rows, cls.name, best):,} states).")
 
 
 def model_page(cls: type[Model], table: dict, rows, plots: list[str], proofs: list | None = None) -> str:
+    found = sorted(catalogue(cls.name), key=lambda f: (f.rank, f.length))
+    findings = [f for f in found if not f.observation]
+    observations = [f for f in found if f.observation]
     fixes = [v for v in cls.variants if v.kind != "mutant"]
     mutants = [v for v in cls.variants if v.kind == "mutant"]
-    lines = [f"# {cls.title}", "", f"Model `{cls.name}`, from `{cls.source}`. Bounds explored in-process: "
-             + ", ".join(f"`{p}`" for p in cls.in_process_presets()) + ".", "",
-             "## Properties by variant", "",
-             "| property | statement | PIP section | " + " | ".join(f"`{v.name}`" for v in fixes) + " |",
-             "|---|---|---|" + "---|" * len(fixes)]
-    for p in cls.checked_properties():
-        row = [f"`{p.id}`", p.statement, p.section]
-        row += [table[cls.name, v.name, p.id].markdown() if (cls.name, v.name, p.id) in table else "—"
-                for v in fixes]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
-    lines += ["", "Variants: " + "; ".join(f"`{v.name}`: {v.description}" for v in fixes), ""]
-    if mutants:
-        lines += ["## Deliberately broken variants (each must make its property fail)", "",
-                  "| mutant | what it breaks | properties violated |", "|---|---|---|"]
-        for v in mutants:
-            bad = sorted(pid for (n, var, pid), c in table.items() if n == cls.name and var == v.name and c.violations)
-            lines.append(f"| `{v.name}` | {v.description} | {', '.join(f'`{b}`' for b in bad) or '—'} |")
+    lines = [f"# {cls.title}", "", verdict(cls, table, rows), ""]
+    if findings:
+        lines += ["## Findings, most severe first", "", "| severity | finding | what users lose | steps | fix |",
+                  "|---|---|---|---:|---|"]
+        lines += [f"| {f.severity} | [{f.title}]({_anchor(f.title)}) | {f.loses} | {f.length} | `{f.fix}` |"
+                  for f in findings]
         lines.append("")
-    found = catalogue(cls.name)
+    if observations:
+        lines += ["## Observations (no user loses anything)", "", "| observation | why nobody loses | steps |",
+                  "|---|---|---:|"]
+        lines += [f"| [{f.title}]({_anchor(f.title)}) | {f.loses} | {f.length} |" for f in observations]
+        lines.append("")
+    if len(fixes) > 1:
+        lines += ["## Fixes", "", "| variant | closes | properties still broken |", "|---|---|---|"]
+        for v in fixes[1:]:
+            closes = [f"[{f.name}]({_anchor(f.title)})" for f in found if f.fix == v.name or
+                      (v.name == cls.best_variant() and f.fix in v.fixes)]
+            still = _broken(cls, table, v.name)
+            lines.append(f"| `{v.name}` | {', '.join(closes) or '—'} | "
+                         f"{', '.join(f'`{p}`' for p in still) or 'none: every property holds'} |")
+        lines += ["", "Each fix: " + "; ".join(f"`{v.name}`, {v.description}" for v in fixes[1:]) + ".", ""]
+    lines += ["## Properties by variant", "",
+              f"Verdicts at the in-process bound sets `{'`, `'.join(cls.in_process_presets())}`: ✅ holds, with the "
+              "states explored (`*`: a bound cut the search; `H`: Hypothesis holds too); ❌ bound set·length of the "
+              "shortest counterexample (`↻`: a lasso).", ""]
+    props = cls.checked_properties()
+    for k in range(0, len(fixes), MATRIX_COLUMNS):
+        chunk = fixes[k:k + MATRIX_COLUMNS]
+        lines += ["| property | " + " | ".join(f"`{v.name}`" for v in chunk) + " |", "|---|" + "---|" * len(chunk)]
+        for p in props:
+            lines.append(f"| `{p.id}` | " + " | ".join(
+                table[cls.name, v.name, p.id].compact() if (cls.name, v.name, p.id) in table else "—" for v in chunk)
+                + " |")
+        lines.append("")
+    lines += [f"- `{p.id}` ({p.kind}): {p.statement}. *{p.section}*" for p in props] + [""]
+    if mutants:
+        lines += ["## Deliberately broken variants", "",
+                  "Each is `all-fixes` plus one mistake; the properties it breaks show that the checks can fail.", "",
+                  "| mutant | the mistake | breaks |", "|---|---|---|"]
+        lines += [f"| `{v.name}` | {v.description} | "
+                  f"{', '.join(f'`{b}`' for b in _broken(cls, table, v.name)) or '—'} |" for v in mutants]
+        lines.append("")
     if found:
-        lines += ["## Findings", ""]
+        lines += ["## Each finding and observation", ""]
         for f in found:
             lines += finding_section(cls, f, table)
     lines += proofs_section(proofs or [])
     if plots:
         lines += ["## State space and coverage", ""] + [f"![{p}]({p})" for p in plots] + [""]
-    lines += ["## Runs", "", "| variant | bounds | engine | states | transitions | depth | seconds | liveness | violated |",
-              "|---|---|---|---:|---:|---:|---:|---|---|"]
-    for name, variant, preset, engine, _, r in rows:
-        if name == cls.name:
-            lines.append(f"| {variant} | {preset} | {engine} | {r.distinct_states:,} | {r.transitions:,} | {r.depth} | "
-                         f"{r.seconds:.2f} | {'checked' if r.liveness_checked else 'not checked'} | "
-                         f"{', '.join(v.prop.id for v in r.violations) or '-'} |")
-    return "\n".join(lines) + "\n"
+    mine = [(variant, preset, engine, r) for name, variant, preset, engine, _, r in rows if name == cls.name]
+    lines += [f"<details><summary>Every run ({len(mine)})</summary>", "",
+              "| variant | bounds | engine | states | depth | seconds | violated |", "|---|---|---|---:|---:|---:|---|"]
+    lines += [f"| `{variant}` | `{preset}` | {engine} | {r.distinct_states:,} | {r.depth} | {r.seconds:.2f} | "
+              f"{', '.join(v.prop.id for v in r.violations) or '—'} |" for variant, preset, engine, r in mine]
+    return "\n".join(lines + ["", "</details>"]) + "\n"
 
 
 def index_page(classes, table: dict, rows, mismatches: list[str] | None) -> str:
-    head = ["| PIP | model | variants | properties | findings | as written | all fixes | states explored |",
-            "|---|---|---:|---:|---:|---|---|---:|"]
-    body = []
+    head = ["| model | " + " | ".join(SEVERITIES) + " | observations | all fixes | states |",
+            "|---|" + "---:|" * (len(SEVERITIES) + 1) + "---|---:|"]
+    body, every = [], []
     for cls in classes:
-        names = [v.name for v in cls.variants]
+        found = catalogue(cls.name)
+        every += [f for f in found if not f.observation]
         best = cls.best_variant()
-
-        def summary(variant):
-            cs = [c for (n, var, _), c in table.items() if n == cls.name and var == variant]
-            if not cs:
-                return "—"
-            bad = sum(1 for c in cs if c.violations)
-            return f"{len(cs) - bad}/{len(cs)} hold" if bad else f"all {len(cs)} hold"
-        states = sum(r.distinct_states for n, _, _, e, _, r in rows if n == cls.name)
-        body.append(f"| {cls.title.split(':')[0]} | [`{cls.name}`]({cls.name}.md) | {len(names)} | "
-                    f"{len(cls.checked_properties())} | {len(catalogue(cls.name))} | {summary('as-written')} | "
-                    f"{summary(best) if best else '—'} | {states:,} |")
+        still = _broken(cls, table, best) if best else []
+        best_text = "—" if best is None else (f"❌ {len(still)} broken" if still else "✅ all hold")
+        states = sum(r.distinct_states for n, _, _, _, _, r in rows if n == cls.name)
+        body.append(f"| [`{cls.name}`]({cls.name}.md) | " +
+                    " | ".join(str(sum(f.severity == sev for f in found)) for sev in SEVERITIES) +
+                    f" | {sum(f.observation for f in found)} | {best_text} | {states:,} |")
     lines = ["# pulsar-verify design review", "",
-             "Each PIP's page gives every property by variant with the method behind the verdict, and each "
-             "finding with its scenario, a sequence diagram and the commands that replay it.", ""] + head + body
+             f"{len(every)} findings in {len(classes)} models ({_severities(every)}). Each model's page opens with its "
+             "verdict and its findings, most severe first, then the fixes and what each closes.", ""] + head + body
     if mismatches is not None:
         lines += ["", "## Expectations", ""]
         lines += ["Every verdict is the one `expectations.json` records."] if not mismatches else (

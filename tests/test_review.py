@@ -7,9 +7,12 @@ import json
 
 import pytest
 
+import re
+
 from pulsar_verify import registry
 from pulsar_verify.findings import catalogue
-from pulsar_verify.report import finding_section
+from pulsar_verify.replay import replay
+from pulsar_verify.report import STEPS_PER_DIAGRAM, finding_section
 from tests.helpers import cli
 
 MODELS = [cls for cls in registry.all_models() if catalogue(cls.name)]
@@ -19,12 +22,16 @@ MODELS = [cls for cls in registry.all_models() if catalogue(cls.name)]
 def test_every_finding_is_drawn_with_its_replay_commands(cls):
     for f in catalogue(cls.name):
         text = "\n".join(finding_section(cls, f))
-        assert f.title in text
-        diagram = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
-        assert diagram.startswith("sequenceDiagram\n") and "participant" in diagram
-        assert diagram.count("->>") == f.length
-        assert (f"{f.property} violated" in diagram) or ("loops forever" in diagram) or ("stays here" in diagram)
-        assert f"pulsar-verify replay findings/{cls.name}/{f.trace.name} " in text
+        assert f.title in text and f"**{f.severity.capitalize()}.**" in text
+        diagrams = [d.split("```", 1)[0] for d in text.split("```mermaid\n")[1:]]
+        assert all("sequenceDiagram\n" in d for d in diagrams)
+        assert sum(d.count("->>") for d in diagrams) == f.length
+        assert all(0 < d.count("->>") <= STEPS_PER_DIAGRAM for d in diagrams)
+        assert f"{f.property} violated" in diagrams[-1] or "never holds" in diagrams[-1]
+        for d in diagrams:  # every lifeline drawn acts in its diagram
+            for who in re.findall(r"participant (\w+) as", d):
+                assert re.search(rf"^\s*{who}->>|->>{who}:", d, re.M), (f.name, who)
+        assert f"pulsar-verify replay findings/{cls.name}/{f.trace.name}\n" in text
         assert f"--variant {f.fix}" in text
 
 
@@ -32,6 +39,14 @@ def test_every_finding_is_drawn_with_its_replay_commands(cls):
 def test_every_action_has_a_sender_and_a_receiver(cls):
     assert set(cls.action_labels) <= set(cls.sequence), sorted(set(cls.action_labels) - set(cls.sequence))
     assert all(arrow.count("->>") == 1 for arrow in cls.sequence.values())
+    forms: dict = {}  # a lifeline is always named the same way: "Broker{broker}", never also "Broker"
+    for arrow in cls.sequence.values():
+        for actor in arrow.split("->>"):
+            forms.setdefault(re.sub(r"\{\w+\}", "", actor), set()).add(actor)
+    assert {base: f for base, f in forms.items() if len(f) > 1} == {}
+    for f in catalogue(cls.name):  # and each placeholder is a parameter of the actions drawn with it
+        for a in replay(f.trace).actions:
+            assert set(re.findall(r"\{(\w+)\}", cls.sequence[a.name])) <= dict(a.params).keys(), (f.name, a)
 
 
 def test_review_gates_on_expectations(tmp_path):

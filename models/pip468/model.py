@@ -73,11 +73,11 @@ class Pip468(ComposedModel):
         "request_merge": "Operator->>Controller{broker}", "discover": "Controller{broker}->>Store",
         "create": "Controller{broker}->>Segments", "terminate": "Controller{broker}->>Segments",
         "cas": "Controller{broker}->>Store", "cas_conflict": "Store->>Controller{broker}",
-        "notify": "Controller{broker}->>Consumer{consumer}", "create_subscription": "Operator->>Controller{broker}",
+        "notify": "Controller{broker}->>Store", "create_subscription": "Operator->>Controller{broker}",
         "publish": "Producer->>Segments", "publish_rejected": "Segments->>Producer", "dag_update": "Store->>Producer",
-        "connect": "Consumer{consumer}->>Controller", "disconnect": "Consumer{consumer}->>Controller",
-        "receive_assignment": "Controller->>Consumer{consumer}", "grace_expire": "Controller{broker}->>Store",
-        "deliver": "Segments->>Consumer{sub}"}
+        "connect": "Consumer{consumer}->>Leader", "disconnect": "Consumer{consumer}->>Leader",
+        "receive_assignment": "Leader->>Consumer{consumer}", "grace_expire": "Controller{broker}->>Store",
+        "deliver": "Segments->>Subscription{sub}"}
     hypothesis_bounds = {"segments": 2, "splits": 2, "merges": 1, "brokers": 3, "subs": 2, "new_subs": 1, "keys": 2,
                          "msgs": 4, "consumers": 2, "disconnects": 2, "failovers": 2}
 

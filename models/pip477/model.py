@@ -88,7 +88,7 @@ class Pip477(ComposedModel):
 
     sequence = {
         "register": "Operator->>BrokerZK", "switch": "Operator->>Broker{broker}", "watch": "BrokerZK->>Broker{broker}",
-        "restart": "Broker{broker}->>BrokerZK", "close_client": "Operator->>Broker", "old_down": "BK_old->>BK_old",
+        "restart": "Broker{broker}->>BrokerZK", "close_client": "Operator->>BK_old", "old_down": "BK_old->>BK_old",
         "build": "Broker{broker}->>BK_new", "promote_schema_read": "Broker{broker}->>BrokerZK",
         "promote_schema_cas": "Broker{broker}->>BrokerZK", "promote_schema_conflict": "BrokerZK->>Broker{broker}",
         "promote_cursor_send": "Broker{broker}->>Owner", "promote_cursor_handle": "Owner->>BrokerZK",
