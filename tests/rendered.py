@@ -194,12 +194,14 @@ def problems(measures: dict[str, dict]) -> list[str]:
 
 
 def report(measures: dict[str, dict]) -> str:
+    """Each page: every diagram's natural width (and the size its text renders at in the column) and
+    every table's width at 890 px."""
     lines = []
     for name, m in measures.items():
-        widths = [d.get("natural", 0) for d in m["diagrams"]]
-        lines.append(f"{name}: {len(widths)} diagrams, natural width max {max(widths, default=0):.0f} px "
-                     f"(text at page width min {min((FONT_PX * min(1, COLUMN_PX / w) for w in widths if w), default=16):.1f}"
-                     f" px); {len(m['tables'])} tables, widest {max((t['width'] for t in m['tables']), default=0)} px")
+        diagrams = ", ".join(f"{d['natural']:.0f} ({FONT_PX * min(1.0, COLUMN_PX / d['natural']):.1f} px text)"
+                             if "natural" in d else "error" for d in m["diagrams"]) or "none"
+        tables = ", ".join(str(t["width"]) for t in m["tables"]) or "none"
+        lines.append(f"{name}: diagrams {diagrams}; tables {tables} px")
     return "\n".join(lines)
 
 
