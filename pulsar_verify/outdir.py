@@ -21,6 +21,11 @@ from .model import UsageError
 def _check_target(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a directory")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--out {out}: {parent} is not a directory")
+            break
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
