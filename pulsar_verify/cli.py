@@ -117,6 +117,9 @@ def parser() -> argparse.ArgumentParser:
     rv.add_argument("--engines", default="local,spark", help="comma-separated: local, spark")
     rv.add_argument("--models", help="comma-separated model names (default: every model)")
     rv.add_argument("--master", default="local[*]")
+    rv.add_argument("--workers", type=_positive, default=os.cpu_count() or 1,
+                    help="processes for the in-process explorations (default: one per core); the runs are the "
+                         "same whatever the number")
     rv.add_argument("--nightly", action="store_true",
                     help="also the Spark-scale bound sets, Hypothesis with the nightly profile, and the Z3 obligations "
                          "that take minutes")
@@ -284,7 +287,7 @@ def cmd_review(args) -> int:
     classes = ([registry.model_class(n.strip()) for n in args.models.split(",") if n.strip()]
                if args.models else registry.all_models())
     return review.run(classes, engines=engines, out=args.out.absolute(), master=args.master, nightly=args.nightly,
-                      expectations=args.expectations, update=args.update_expectations)
+                      expectations=args.expectations, update=args.update_expectations, workers=args.workers)
 
 
 COMMANDS = {"list": cmd_list, "explore": cmd_explore, "swarm": cmd_swarm, "replay": cmd_replay, "prove": cmd_prove,

@@ -52,7 +52,8 @@ class Property:
 
     kind: ``invariant`` (predicate over a state), ``action`` (over state,
     action, next state) or ``liveness`` (``trigger`` leads to ``goal`` under
-    weak fairness of the ``fair`` action names).
+    weak fairness of the ``fair`` action names). A declared property knows its
+    model, and travels between processes by reference: (model, id).
     """
 
     id: str
@@ -63,6 +64,17 @@ class Property:
     trigger: Callable | None = None
     goal: Callable | None = None
     fair: tuple = ()
+    model: str = ""  # the model that declares it (set when the declaration is read)
+
+    def __reduce__(self):
+        if not self.model:
+            return super().__reduce__()
+        return _declared_property, (self.model, self.id)
+
+
+def _declared_property(model: str, pid: str) -> "Property":
+    from .registry import model_class
+    return next(p for p in model_class(model).declared_properties() if p.id == pid)
 
 
 DEADLOCK = Property("deadlock", "Every non-terminal state has a successor", "-", "deadlock")
@@ -72,8 +84,8 @@ class PropertySet:
     """A model's properties in the order they are declared, each with its id, one-line
     statement and the PIP section it comes from. A module declares one, ``PROPERTIES``."""
 
-    def __init__(self, *shared: Property):
-        self.items: list[Property] = list(shared)
+    def __init__(self):
+        self.items: list[Property] = []
 
     def invariant(self, id: str, statement: str, section: str):
         def register(fn: Callable[["Model", Any], bool]):
@@ -228,7 +240,7 @@ class Model:
             if not isinstance(declared, PropertySet):
                 raise ModelDefinitionError(f"model {cls.name}: {module.__name__} declares no PROPERTIES "
                                            f"(a PropertySet)")
-            cached = tuple(declared.items)
+            cached = tuple(attrs.evolve(p, model=cls.name) for p in declared.items)
             cls.check_declaration(cached)
             cls._declared = cached
         return cached

@@ -5,11 +5,12 @@ directory is replaced whole when the run ends, or left as it was."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sys
 import traceback
 from pathlib import Path
 
-from . import report
+from . import registry, report
 from .engines import run_exploration, write_results
 from .model import Model, UsageError
 from .outdir import replacing, write_text
@@ -56,8 +57,52 @@ def _hypothesis_variants(cls) -> list[str]:
     return ["as-written"] + ([best] if best else []) if cls.hypothesis_bounds else []
 
 
+def _one_run(name, variant, preset, engine, into: Path, final: Path, master="local[*]"):
+    """One exploration and its files: the Result, or the traceback of a model error (a string)."""
+    model = registry.build(name, variant, preset=preset)
+    try:
+        result = run_exploration(model, engine, master=master, out=into, fresh=True)
+    except UsageError:
+        raise
+    except Exception as exc:
+        return f"{name} {variant} {preset} {engine}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+    write_results(model, result, into, final)
+    return result
+
+
+def _local_job(job):
+    name, variant, preset, into, final = job
+    return (name, variant, preset), _one_run(name, variant, preset, "local", into, final)
+
+
+def _progress(name, variant, preset, engine, outcome) -> None:
+    if isinstance(outcome, str):
+        print(f"model error: {outcome.splitlines()[0]}", file=sys.stderr, flush=True)
+        return
+    violated = ", ".join(v.prop.id for v in outcome.violations) or "-"
+    print(f"{name:<9} {variant:<36} {preset:<14} {engine:<6} {outcome.distinct_states:>9,} states "
+          f"{outcome.seconds:7.2f}s  violated: {violated}", flush=True)
+
+
+def _local_runs(runs, staging: Path, out: Path, workers: int) -> dict:
+    """The in-process explorations, each in a worker process (forked before any Spark session starts):
+    each run is the one-process run, so counts, verdicts and counterexamples are the same for any
+    ``workers``. Each run's line is printed as it ends."""
+    jobs = [(n, v, p, staging / n / v / p / "local", out / n / v / p / "local") for n, v, p, _ in runs]
+    done = {}
+    pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None
+    try:
+        for key, outcome in (pool.imap_unordered if pool else map)(_local_job, jobs):
+            _progress(*key, "local", outcome)
+            done[key] = outcome
+    finally:
+        if pool:
+            pool.terminate()
+    return done
+
+
 def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: str, nightly: bool,
-        expectations: Path, update: bool) -> int:
+        expectations: Path, update: bool, workers: int = 1) -> int:
     from .hypo import run_machine
     from .properties import registry as obligations
 
@@ -66,33 +111,32 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
         write_text(expectations, json.dumps(expected, indent=1, sort_keys=True) + "\n")  # writable, before any work
     with replacing(out) as staging:
         rows, hypothesis, errors, tracebacks, proofs = [], {}, [], [], {}
+        runs = []  # (model, variant, bounds, engine) in the report's order
         for cls in classes:
             presets = list(cls.in_process_presets()) + (list(cls.large_presets) if nightly else [])
             for variant in cls.variant_names():
                 for preset in presets:
-                    model = cls(cls.make_config(variant, preset=preset))
                     # Spark runs the default bounds and, at night, the large ones: its per-level overhead
                     # buys nothing on the small runs; the large ones run on Spark alone.
                     if preset in cls.large_presets:
-                        runs = ["spark"] if "spark" in engines else ["local"]
+                        engines_here = ["spark"] if "spark" in engines else ["local"]
                     else:
-                        runs = [e for e in engines if e == "local" or preset == "default"]
-                    for engine in runs:
-                        run_dir = Path(model.name, variant, preset, engine)
-                        try:
-                            r = run_exploration(model, engine, master=master, out=staging / run_dir, fresh=True)
-                        except UsageError:
-                            raise
-                        except Exception as exc:  # a model bug: reported, and the rest of the review goes on
-                            errors.append(f"{model.name} {variant} {preset} {engine}: {type(exc).__name__}: {exc}")
-                            tracebacks.append(f"== {errors[-1]}\n{traceback.format_exc()}")
-                            print(f"model error: {errors[-1]}", file=sys.stderr, flush=True)
-                            continue
-                        write_results(model, r, staging / run_dir, out / run_dir)
-                        rows.append((model.name, variant, preset, engine, model, r))
-                        violated = ", ".join(v.prop.id for v in r.violations) or "-"
-                        print(f"{model.name:<9} {variant:<36} {preset:<14} {engine:<6} {r.distinct_states:>9,} "
-                              f"states {r.seconds:7.2f}s  violated: {violated}", flush=True)
+                        engines_here = [e for e in engines if e == "local" or preset == "default"]
+                    runs += [(cls.name, variant, preset, engine) for engine in engines_here]
+        done = _local_runs([r for r in runs if r[3] == "local"], staging, out, workers)
+        for name, variant, preset, engine in runs:
+            run_dir = Path(name, variant, preset, engine)
+            if engine == "local":
+                outcome = done[name, variant, preset]
+            else:
+                outcome = _one_run(name, variant, preset, engine, staging / run_dir, out / run_dir, master)
+                _progress(name, variant, preset, engine, outcome)
+            if isinstance(outcome, str):  # a model bug: reported, and the rest of the review goes on
+                errors.append(outcome.splitlines()[0])
+                tracebacks.append(f"== {outcome}")
+                continue
+            rows.append((name, variant, preset, engine, registry.build(name, variant, preset=preset), outcome))
+        for cls in classes:
             for variant in _hypothesis_variants(cls):
                 model = cls(cls.make_config(variant, values=cls.hypothesis_bounds))
                 examples, failed = run_machine(model, staging / cls.name / variant / "hypothesis", nightly)

@@ -71,3 +71,18 @@ def test_review_gates_on_expectations(tmp_path):
     expectations.write_text("{not json")
     broken = cli(*args)
     assert broken.returncode == 2 and broken.stderr.count("\n") == 1 and "Traceback" not in broken.stderr
+
+
+def test_review_runs_are_the_same_on_any_number_of_workers(tmp_path):
+    summaries = {}
+    for workers in ("1", "2"):
+        out = tmp_path / workers
+        proc = cli("review", "--models", "pip-373,toy-lock", "--engines", "local", "--workers", workers, "--out", str(out),
+                   "--expectations", str(tmp_path / f"expected-{workers}.json"), "--update-expectations")
+        assert proc.returncode == 0, proc.stderr
+        summaries[workers] = {str(p.relative_to(out)): {k: v for k, v in json.loads(p.read_text()).items()
+                                                       if k not in ("seconds", "states_per_second", "peak_rss_mb",
+                                                                    "trace_files")}
+                              for p in out.rglob("summary.json")}
+    assert summaries["1"] == summaries["2"] and len(summaries["1"]) > 10
+    assert (tmp_path / "expected-1.json").read_text() == (tmp_path / "expected-2.json").read_text()
