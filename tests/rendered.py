@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-from html import escape
 from pathlib import Path
 
 COLUMN_PX = 890  # GitHub's Markdown column
