@@ -7,6 +7,7 @@ prove [MODEL]`` runs them.
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 from typing import Callable
 
 import attrs
@@ -75,6 +76,15 @@ def inductive(init, inv, inv_next, steps: dict, before: Callable[[z3.ModelRef], 
         if verdict.status != PROVED:
             return verdict
     return Verdict(PROVED)
+
+
+@lru_cache(maxsize=None)
+def explorer_depth(model: str, preset: str, variants: tuple) -> int:
+    """The explorer's greatest depth at ``preset`` over ``variants``, read from the model (never re-typed):
+    a bounded check of that many steps plus one covers every run the explorer decides there."""
+    from pulsar_verify import registry
+    from pulsar_verify.explorer import explore
+    return max(explore(registry.build(model, v, preset=preset), check_liveness=False)[0].depth for v in variants)
 
 
 def shortest_run(solver: z3.Solver, states: list, steps_between: Callable[[int], dict],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation
+from .obligations import Obligation, explorer_depth
 from .v4txn_steps import KIND, Steps
 
 ABSENT, TRUE, FALSE, JUNK = 0, 1, 2, 3  # the persisted property; a queued write is TRUE, FALSE or 0
@@ -21,8 +21,7 @@ ADMIN = ("admin_remove", "admin_update(false)", "admin_update(true)")
 SECTION = ("PIP-373: 'set to true when the first TXN message is publishing'; 'skip ... if the property is false'; "
            "Upgrade; 'NotAllowedException'; PIP-473 Background (the v4 TC, buffer and dispatcher)")
 VARIANTS = ("as-written", "persist-before-append", "confirm-unmarked", "all-fixes")
-# the bounds the findings are at, with the explorer's greatest depth there over VARIANTS
-PRESETS = {"default": 13, "upgrade-user-false": 9}
+PRESETS = ("default", "upgrade-user-false")  # the bounds the findings are at
 
 
 class Pip373Steps(Steps):
@@ -113,12 +112,12 @@ encoding, disagreements = Pip373Steps.at, Pip373Steps.disagreements_of
 
 
 def verdict(variant: str, preset: str):
-    return encoding(variant, preset).verdict(PRESETS[preset] + 1)
+    return encoding(variant, preset).verdict(explorer_depth("pip-373", preset, VARIANTS) + 1)
 
 
 OBLIGATIONS = [
     Obligation("pip-373", f"steps-bounded-{preset}", f"each property's shortest breaking run of the whole model at the "
-               f"{preset} bounds, step for step (up to {depth + 1} steps: the explorer's depth plus one)", SECTION,
+               f"{preset} bounds, step for step (up to the explorer's depth there plus one)", SECTION,
                lambda variant=variant, preset=preset: verdict(variant, preset), (variant,))
-    for variant in VARIANTS for preset, depth in PRESETS.items()
+    for variant in VARIANTS for preset in PRESETS
 ]

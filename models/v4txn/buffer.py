@@ -103,7 +103,8 @@ def append_rejected(m, s: State, a):
 
 def end_on_partition(m, s: State, a):
     """END_TXN_ON_PARTITION: append the marker, then commit frees maxReadPosition, abort
-    adds the txn to the aborted set."""
+    adds the txn to the aborted set. The reply to the TC is a step of its own
+    (``partition_reply``): a crash before it loses the reply, and the TC retries."""
     t, topic = a.param("txn"), a.param("topic")
     commit = s.decided[t] == COMMITTED
     if m.config.variant == "mutant:commit-marks-aborted":
@@ -117,7 +118,7 @@ def end_on_partition(m, s: State, a):
     else:
         logs = put(logs, topic, logs[topic] + (marker,))
     return replace(s, logs=logs, side=side, buffers=put(s.buffers, topic, b),
-                   rpcs=s.rpcs.set((t, PARTITION, topic), "done"))
+                   rpcs=s.rpcs.set((t, PARTITION, topic), "written"))
 
 
 def marker_rejected(m, s: State, a):
@@ -143,11 +144,11 @@ def seal(m, s: State, a):
 
 def crash(m, s: State, a):
     """The topic's broker crashes: TB memory and the dispatcher's position are lost, RPCs
-    in flight to it fail, sends in flight to it fail."""
+    in flight to it fail (a marker written but not yet answered too), sends in flight to it fail."""
     topic = a.param("topic")
     rpcs = s.rpcs
     for key, status in s.rpcs:
-        if key[2] == topic and status == "sent":
+        if key[2] == topic and status in ("sent", "written"):
             rpcs = rpcs.set(key, "failed")
     clients = s.clients
     for t, tp in s.publishes:

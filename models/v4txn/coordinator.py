@@ -38,6 +38,8 @@ def actions(m, s: State):
     for (t, kind, topic), status in s.rpcs:
         if status == "failed":
             yield act("tc_retry", txn=t, kind=kind, topic=topic)
+        elif status == "written":
+            yield act("partition_reply", txn=t, topic=topic)
     for t, state in s.tc:
         if state in ENDING.values() and all(st == "done" for (x, _, _), st in s.rpcs if x == t):
             yield act("tc_end", txn=t)
@@ -74,6 +76,11 @@ def tc_retry(m, s: State, a):
     return replace(s, rpcs=s.rpcs.set((a.param("txn"), a.param("kind"), a.param("topic")), "sent"))
 
 
+def partition_reply(m, s: State, a):
+    """The participant's answer to END_TXN_ON_PARTITION reaches the TC."""
+    return replace(s, rpcs=s.rpcs.set((a.param("txn"), PARTITION, a.param("topic")), "done"))
+
+
 def tc_end(m, s: State, a):
     """Every participant answered: the TC logs COMMITTED / ABORTED and answers the client."""
     t = a.param("txn")
@@ -87,4 +94,4 @@ def tc_end(m, s: State, a):
 
 
 APPLY = {"new_txn": new_txn, "add_partition": add_partition, "end_txn": end_txn, "tc_retry": tc_retry,
-         "tc_end": tc_end}
+         "partition_reply": partition_reply, "tc_end": tc_end}

@@ -54,6 +54,7 @@ class V4Txn(ComposedModel):
     sequence = {
         "new_txn": "Client->>TC", "add_partition": "Client->>TC", "end_txn": "Client->>TC", "tc_end": "TC->>TC",
         "tc_retry": "TC->>Topic{topic}", "end_on_partition": "TC->>Topic{topic}",
+        "partition_reply": "Topic{topic}->>TC",
         "end_on_subscription": "TC->>Topic{topic}", "marker_rejected": "Topic{topic}->>TC",
         "append": "Client->>Topic{topic}", "append_rejected": "Topic{topic}->>Client",
         "send_nontxn": "Client->>Topic{topic}", "txn_ack": "Consumer->>Topic{topic}",

@@ -56,7 +56,7 @@ class State:
     tc: FrozenMap  # txn -> OPEN | COMMITTING | ABORTING | COMMITTED | ABORTED
     parts: FrozenMap  # txn -> topics added by ADD_PARTITION_TO_TXN
     subs_of: FrozenMap  # txn -> topics whose subscription was added by ADD_SUBSCRIPTION_TO_TXN
-    rpcs: FrozenMap  # (txn, PARTITION | SUBSCRIPTION, topic) -> sent | failed | done
+    rpcs: FrozenMap  # (txn, PARTITION | SUBSCRIPTION, topic) -> sent | written | failed | done
     # topics
     logs: tuple  # per topic: entries
     side: tuple  # per topic: the off-segment marker stream (variant off-segment-markers only)
