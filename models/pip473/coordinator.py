@@ -17,7 +17,7 @@ PIP-473 "Transaction Coordinator V5":
 from __future__ import annotations
 
 from pulsar_verify.model import act
-from pulsar_verify.values import put, replace
+from pulsar_verify.values import FrozenMap, put, replace
 
 from . import store
 from .state import ABORTED, ACK, COMMITTED, OPEN, WRITE, End, Header, State
@@ -43,9 +43,13 @@ def actions(m, s: State):
                 yield act("timeout_sweep", txn=t)
     if cfg.gc:
         for t in store.txn_by_final_state(s):
-            if forced_deletions(m, s, t):
+            listed = s.sweeps.get(t)
+            if listed is None:
+                if forced_deletions(m, s, t) or not _kept(m, s, t):
+                    yield act("gc_list", txn=t)
+            elif listed:
                 yield act("gc_delete_ops", txn=t)
-            if not store.ops_of(s, t):
+            elif not _kept(m, s, t):
                 yield act("gc_delete_header", txn=t)
     for e in s.ends:
         if e.stage == "reply" and m.config.variant == "mutant:end-needs-append" and _marker_blocked(s, e.txn):
@@ -72,6 +76,11 @@ def forced_deletions(m, s: State, txn: int) -> list:
     if "keep-decisions-with-data" in m.fixes:  # a write record lives exactly as long as its entry
         keys = [k for k in keys if s.ops[k].kind != WRITE or s.ops[k].pos < s.first[s.ops[k].seg]]
     return keys
+
+
+def _kept(m, s: State, txn: int) -> list:
+    """The txn's op records the sweep may not force-delete (none as written): it waits for them."""
+    return sorted(set(store.ops_of(s, txn)) - set(forced_deletions(m, s, txn)))
 
 
 def _end(s: State, txn: int, origin: str) -> End:
@@ -151,8 +160,8 @@ def tc_reply(m, s, a):
 
 
 def tc_crash(m, s, a):
-    """The TC loses its in-flight requests; its state is all in the store."""
-    return replace(s, ends=(), tc_crashes=s.tc_crashes + 1)
+    """The TC loses its in-flight requests and its GC sweep's listings; its state is all in the store."""
+    return replace(s, ends=(), sweeps=FrozenMap(), tc_crashes=s.tc_crashes + 1)
 
 
 def timeout_sweep(m, s, a):
@@ -160,14 +169,25 @@ def timeout_sweep(m, s, a):
     return replace(s, ends=tuple(sorted(s.ends + (End(t, "timeout", ABORTED, "read"),))))
 
 
+def gc_list(m, s, a):
+    """GC sweep: "list ``/txn-op/<txnId>/``" (the leftovers it will force-delete)."""
+    t = a.param("txn")
+    return replace(s, sweeps=s.sweeps.set(t, tuple(forced_deletions(m, s, t))))
+
+
 def gc_delete_ops(m, s, a):
-    return store.delete_ops(s, forced_deletions(m, s, a.param("txn")))
+    """"delete": the records it listed, those still there; one written since the listing is not deleted."""
+    t = a.param("txn")
+    s = store.delete_ops(s, [k for k in s.sweeps[t] if k in s.ops])
+    return replace(s, sweeps=s.sweeps.set(t, ()))
 
 
 def gc_delete_header(m, s, a):
-    return store.set_header(s, a.param("txn"), None)
+    """"then delete the header", without listing again."""
+    t = a.param("txn")
+    return replace(store.set_header(s, t, None), sweeps=s.sweeps.remove(t))
 
 
 APPLY = {f.__name__: f for f in (new_txn, end_txn, retry_end, tc_read, tc_cas, tc_bad_version, tc_finalize,
-                                 tc_reply, tc_crash, timeout_sweep, gc_delete_ops,
+                                 tc_reply, tc_crash, timeout_sweep, gc_list, gc_delete_ops,
                                  gc_delete_header)}

@@ -79,7 +79,7 @@ class Pip473(ComposedModel):
         "pub_terminated": "Segment{seg}->>Client", "nontxn_send": "Client->>Segment{seg}",
         "tc_read": "TC->>Store", "tc_cas": "TC->>Store", "tc_bad_version": "Store->>TC", "tc_reply": "TC->>Client",
         "tc_finalize": "TC->>Store", "tc_crash": "TC->>TC", "timeout_sweep": "TC->>Store",
-        "gc_delete_header": "TC->>Store", "gc_delete_ops": "TC->>Store",
+        "gc_list": "TC->>Store", "gc_delete_header": "TC->>Store", "gc_delete_ops": "TC->>Store",
         "tb_index": "Store->>Segment{seg}", "tb_header": "Store->>Segment{seg}", "tb_cleanup": "Segment{seg}->>Store",
         "tb_reap": "Segment{seg}->>Store", "pa_header": "Store->>Segment{seg}", "pa_cleanup": "Segment{seg}->>Store",
         "pa_reap": "Segment{seg}->>Store", "filter": "Segment{seg}->>Segment{seg}",
@@ -102,7 +102,7 @@ class Pip473(ComposedModel):
         if "finalize-in-cas" in self.fixes:
             names.discard("tc_finalize")
         if not self.config.gc:
-            names -= {"gc_delete_ops", "gc_delete_header"}
+            names -= {"gc_list", "gc_delete_ops", "gc_delete_header"}
         if not self.config.timeouts:
             names.discard("timeout_sweep")
         if not self.config.tc_crashes:
@@ -118,7 +118,7 @@ class Pip473(ComposedModel):
             logs=((),) * c.segments, first=(0,) * c.segments, sealed=(False,) * c.segments, nontxn=0,
             up=(True,) * c.segments, buffers=(Buffer(),) * c.segments,
             pending=(PendingAck(),) * (c.segments * n), subs=subs, publishes=(),
-            ends=(), clients=(Client(),) * c.txns,
+            ends=(), sweeps=FrozenMap(), clients=(Client(),) * c.txns,
             crashes=0, tc_crashes=0, seals=0,
             decided=FrozenMap(), acks_made=frozenset(), applied=FrozenMap(),
         )]

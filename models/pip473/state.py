@@ -125,6 +125,7 @@ class State:
     publishes: tuple  # sorted Publish
     # TC V5 and clients
     ends: tuple  # sorted End
+    sweeps: FrozenMap  # txn -> the op record keys the GC sweep listed for it, () once it deleted them
     clients: tuple  # per txn (index txn - 1): Client
     crashes: int
     tc_crashes: int
