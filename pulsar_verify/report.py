@@ -206,7 +206,8 @@ def sequence_diagrams(model: Model, states, actions, prop, loop: int | None = No
             lines.append("    rect rgb(255, 236, 204)")
         for i, (src, dst, text) in part:
             if loop is not None and i == loop + 1:
-                lines += ["    rect rgb(255, 236, 204)", f"    Note over {left},{right}: from here the run loops forever"]
+                lines += ["    rect rgb(255, 236, 204)",
+                          f"    Note over {left},{right}: from here the run loops forever"]
                 in_loop = True
             if loop is None and i == last:
                 lines.append("    rect rgb(255, 221, 221)")
@@ -217,7 +218,8 @@ def sequence_diagrams(model: Model, states, actions, prop, loop: int | None = No
             if loop >= last:
                 lines.append(f"    Note over {left},{right}: stays here forever: {prop.id} never holds")
             else:
-                lines.append(f"    Note over {left},{right}: back to the state after step {loop}: {prop.id} never holds")
+                lines.append(f"    Note over {left},{right}: back to the state after step {loop}: "
+                             f"{prop.id} never holds")
         if in_loop:
             lines.append("    end")
         parts.append("\n".join(lines))
@@ -280,8 +282,8 @@ def proofs_section(proofs: list) -> list[str]:
              "| obligation | variants | verdict | seconds |", "|---|---|---|---:|"]
     lines += [f"| `{o.name}` | {', '.join(f'`{x}`' for x in o.variants)} | {v.status} | {v.seconds:.2f} |"
               for o, v in proofs]
-    lines += [""] + [f"- `{o.name}`: {o.statement}" + (f" Counterexample: {v.detail}" if v.status != "proved" and v.detail
-                                                        else "") for o, v in proofs]
+    lines += [""] + [f"- `{o.name}`: {o.statement}" +
+                     (f" Counterexample: {v.detail}" if v.status != "proved" and v.detail else "") for o, v in proofs]
     return lines + ["", "</details>", ""]
 
 
@@ -291,6 +293,10 @@ MATRIX_COLUMNS = 5  # variant columns per table, so that each fits an ~890 px co
 def _anchor(title: str) -> str:
     """GitHub's anchor for a heading."""
     return "#" + re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _severities(findings) -> str:
@@ -314,8 +320,9 @@ def verdict(cls: type[Model], table: dict, rows) -> str:
     n = len(cls.checked_properties())
     bad = _broken(cls, table, "as-written")
     text = (f"As written, `{cls.name}` breaks {len(bad)} of its {n} properties within the bounds explored: "
-            f"{len(findings)} findings ({_severities(findings)}) and {len(found) - len(findings)} observations."
-            if bad else f"As written, every one of the {n} properties of `{cls.name}` holds within the bounds explored.")
+            f"{_n(len(findings), 'finding')} ({_severities(findings)}) and "
+            f"{_n(len(found) - len(findings), 'observation')}." if bad else
+            f"As written, every one of the {n} properties of `{cls.name}` holds within the bounds explored.")
     best = cls.best_variant()
     if best is None:
         return text
@@ -404,8 +411,9 @@ def index_page(classes, table: dict, rows, mismatches: list[str] | None) -> str:
                     " | ".join(str(sum(f.severity == sev for f in found)) for sev in SEVERITIES) +
                     f" | {sum(f.observation for f in found)} | {best_text} | {states:,} |")
     lines = ["# pulsar-verify design review", "",
-             f"{len(every)} findings in {len(classes)} models ({_severities(every)}). Each model's page opens with its "
-             "verdict and its findings, most severe first, then the fixes and what each closes.", ""] + head + body
+             f"{_n(len(every), 'finding')} in {_n(len(classes), 'model')} ({_severities(every)}). Each model's page "
+             "opens with its verdict and its findings, most severe first, then the fixes and what each closes.", ""]
+    lines += head + body
     if mismatches is not None:
         lines += ["", "## Expectations", ""]
         lines += ["Every verdict is the one `expectations.json` records."] if not mismatches else (
