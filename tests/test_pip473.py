@@ -105,7 +105,7 @@ def test_pa_reap_is_reachable():
     steps = [("new_txn", dict(txn=1)), ("nontxn_send", dict(seg=0)), ("deliver", dict(seg=0, sub=0, pos=0)),
              ("timeout_sweep", dict(txn=1)), ("tc_read", dict(txn=1, origin="timeout")),
              ("tc_cas", dict(txn=1, origin="timeout")), ("tc_reply", dict(txn=1, origin="timeout")),
-             ("gc_delete_header", dict(txn=1)), ("txn_ack", dict(txn=1, seg=0, sub=0, pos=0))]
+             ("gc_list", dict(txn=1)), ("gc_delete_header", dict(txn=1)), ("txn_ack", dict(txn=1, seg=0, sub=0, pos=0))]
     s = model.init_states()[0]
     for name, params in steps:
         a = act(name, **params)
