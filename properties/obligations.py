@@ -79,12 +79,18 @@ def inductive(init, inv, inv_next, steps: dict, before: Callable[[z3.ModelRef], 
 
 
 @lru_cache(maxsize=None)
-def explorer_depth(model: str, preset: str, variants: tuple) -> int:
-    """The explorer's greatest depth at ``preset`` over ``variants``, read from the model (never re-typed):
-    a bounded check of that many steps plus one covers every run the explorer decides there."""
+def explored(model: str, variant: str, preset: str):
+    """The explorer's result for the model's variant at ``preset``, computed once: the encodings read
+    their bounds from it instead of re-typing them."""
     from pulsar_verify import registry
     from pulsar_verify.explorer import explore
-    return max(explore(registry.build(model, v, preset=preset), check_liveness=False)[0].depth for v in variants)
+    return explore(registry.build(model, variant, preset=preset))[0]
+
+
+def explorer_depth(model: str, preset: str, variants: tuple) -> int:
+    """The explorer's greatest depth at ``preset`` over ``variants``: a bounded check of that many steps
+    plus one covers every run the explorer decides there."""
+    return max(explored(model, v, preset).depth for v in variants)
 
 
 def shortest_run(solver: z3.Solver, states: list, steps_between: Callable[[int], dict],

@@ -23,11 +23,9 @@ invariant (``INVARIANTS``), which the explorer does not expand.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import z3
 
-from .obligations import Obligation, StateVars, StepEncoding, explorer_depth
+from .obligations import Obligation, StateVars, StepEncoding, explored, explorer_depth
 
 OPEN, COMMITTED, ABORTED, NOT_FOUND = 1, 2, 3, 4  # a header's state (0: none), an answer (0: none yet)
 WORD = {"OPEN": OPEN, "COMMITTED": COMMITTED, "ABORTED": ABORTED, "NOT_FOUND": NOT_FOUND, "": 0}
@@ -403,12 +401,9 @@ encoding, disagreements = Pip473Steps.at, Pip473Steps.disagreements_of
 CASES = {"default": ("as-written", "all-fixes"), "faults": ("as-written",)}
 
 
-@lru_cache(maxsize=None)
 def longest_stall() -> int:
     """The longest lasso looked for: the explorer's longest lasso as written at these bounds (read, not re-typed)."""
-    from pulsar_verify import registry
-    from pulsar_verify.explorer import explore
-    return max(v.length for preset in CASES for v in explore(registry.build("pip-473", preset=preset))[0].violations
+    return max(v.length for preset in CASES for v in explored("pip-473", "as-written", preset).violations
                if v.loop is not None)
 
 

@@ -22,9 +22,8 @@ from .engines import run_exploration, start_spark, write_results
 from .explorer import stderr_progress
 from .results import Result
 from .findings import EXPECTATIONS
-from .itf import trace_document, write_trace
 from .model import UsageError
-from .outdir import replacing, write_text
+from .outdir import replacing
 from .show import render_trace
 
 DEFAULT_OUT = Path("out")
@@ -216,17 +215,11 @@ def cmd_swarm(args) -> int:
     model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds)
     out = Path(args.out or DEFAULT_OUT / "swarm" / model.name / model.config.variant / args.bounds).absolute()
     with replacing(out) as staging:
-        spark = None
-        if args.engine == "spark":
-            from pulsar_verify.spark_checks.session import spark_session
-            spark = spark_session(args.master, conf_pairs=_settings(args.conf, "--conf"))
+        spark = start_spark(args.master, _settings(args.conf, "--conf")) if args.engine == "spark" else None
         result = swarm(model, walks=args.walks, steps=args.steps, seed=args.seed, engine=args.engine,
                        master=args.master, spark=spark)
-        for v in result.violations:
-            info = {**v.as_dict(), "walk_seed": result.seeds[v.prop.id], "swarm_seed": args.seed}
-            write_trace(staging / f"{v.prop.id}.itf.json", trace_document(model, v.states, v.actions, info))
-            result.trace_files.append(out / f"{v.prop.id}.itf.json")
-        write_text(staging / "summary.json", json.dumps(result.summary(), indent=2) + "\n")
+        write_results(model, result, staging, out,
+                      info=lambda v: {"walk_seed": result.seeds[v.prop.id], "swarm_seed": args.seed})
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:

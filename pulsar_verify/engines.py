@@ -34,12 +34,13 @@ def start_spark(master: str, conf: dict | None = None, start_timeout: float | No
     return spark_session(master, conf_pairs=conf, first_job_seconds=start_timeout or FIRST_JOB_SECONDS)
 
 
-def write_results(model, result: Result, into: Path, final: Path | None = None) -> None:
-    """Each violation's counterexample as ``<property>.itf.json``, then ``summary.json``, written
-    ``into`` a staging directory that will become ``final`` (where the summary says they are)."""
+def write_results(model, result, into: Path, final: Path | None = None, info=lambda v: {}) -> None:
+    """Each violation's counterexample as ``<property>.itf.json`` (its ``#meta.violation`` with ``info(v)``
+    added), then ``summary.json``, written ``into`` a staging directory that will become ``final`` (where
+    the summary says they are). ``result``: an exploration's or a swarm's."""
     final = Path(final or into)
     for v in result.violations:
-        doc = trace_document(model, v.states, v.actions, v.as_dict(), v.loop)
+        doc = trace_document(model, v.states, v.actions, {**v.as_dict(), **info(v)}, v.loop)
         name = f"{v.prop.id}.itf.json"
         write_trace(Path(into) / name, doc)
         result.trace_files.append(final / name)

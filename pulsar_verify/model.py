@@ -100,15 +100,10 @@ class PropertySet:
         return register
 
     def leads_to(self, id: str, statement: str, section: str, *, goal: Callable, fair: Iterable[str],
-                 trigger: Callable | None = None) -> Property:
+                 trigger: Callable | None = None) -> None:
         """Declare ``trigger ~> goal`` (default trigger: every state), assuming the
         ``fair`` actions weakly fair."""
-        prop = Property(id, statement, section, "liveness", trigger=trigger, goal=goal, fair=tuple(fair))
-        self.items.append(prop)
-        return prop
-
-    def get(self, pid: str) -> Property:
-        return next(p for p in self.items if p.id == pid)
+        self.items.append(Property(id, statement, section, "liveness", trigger=trigger, goal=goal, fair=tuple(fair)))
 
 
 @attrs.frozen
@@ -221,8 +216,7 @@ class Model:
 
     def __init__(self, config: Config):
         self.config = config
-        self.variant = self.variant_named(config.variant)
-        self.fixes = self.variant.fixes
+        self.fixes = self.variant_named(config.variant).fixes
         self.props = list(self.declared_properties())
         self.invariants = [p for p in self.props if p.kind == "invariant"]
         self.action_properties = [p for p in self.props if p.kind == "action"]

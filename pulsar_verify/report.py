@@ -313,9 +313,9 @@ def _states(rows, name: str, variant: str) -> int:
     return sum(r.distinct_states for n, v, _, e, _, r in rows if n == name and v == variant and e == "local")
 
 
-def verdict(cls: type[Model], table: dict, rows) -> str:
-    """A sentence or two: what is wrong with the design as written, and whether every fix together holds."""
-    found = catalogue(cls.name)
+def verdict(cls: type[Model], table: dict, rows, found: list) -> str:
+    """A sentence or two: what is wrong with the design as written (``found``: its catalogue), and whether
+    every fix together holds."""
     findings = [f for f in found if not f.observation]
     n = len(cls.checked_properties())
     bad = _broken(cls, table, "as-written")
@@ -339,7 +339,7 @@ def model_page(cls: type[Model], table: dict, rows, plots: list[str], proofs: li
     observations = [f for f in found if f.observation]
     fixes = [v for v in cls.variants if v.kind != "mutant"]
     mutants = [v for v in cls.variants if v.kind == "mutant"]
-    lines = [f"# {cls.title}", "", verdict(cls, table, rows), ""]
+    lines = [f"# {cls.title}", "", verdict(cls, table, rows, found), ""]
     if findings:
         lines += ["## Findings, most severe first", "", "| severity | finding | what users lose | steps | fix |",
                   "|---|---|---|---:|---|"]
