@@ -54,7 +54,7 @@ def cursors_before_routing(m, s, a, t):
     if a.name != "publish":
         return True
     topic = s.topics.get(_target(s, a))
-    return topic is not None and all(sub in topic.cursors for sub in s.subs)
+    return topic is not None and all(sub in topic.cursors for sub in s.created)
 
 
 def undelivered(s):

@@ -17,7 +17,7 @@ from pulsar_verify.properties import pip468_layout_steps as z468l, pip468_sessio
 from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
 from pulsar_verify.properties import v4txn_steps as zv4
-from pulsar_verify.properties.obligations import PROVED, VIOLATED, same
+from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, same
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue, shortest
@@ -489,8 +489,10 @@ def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_l
     verdicts, every property up to the explorer's depth plus one and the fixes, take minutes: they
     are compared in the nightly run.)"""
     findings = json.loads(open("findings/pip-468/index.json").read())
-    cases = [(z468, preset, variants, depth) for preset, (variants, depth) in z468.CASES.items()]
-    cases += [(z468l, preset, variants, depth) for preset, (variants, depth) in z468l.CASES.items()]
+    cases = [(z468, preset, variants, explorer_depth("pip-468", preset, variants))
+             for preset, variants in z468.CASES.items()]
+    cases += [(z468l, preset, variants, explorer_depth("pip-468", preset, variants))
+              for preset, variants in z468l.CASES.items()]
     assert {f["bounds"] for f in findings} <= {preset for _, preset, _, _ in cases}
     for module, preset, variants, depth in cases:
         for variant in variants if NIGHTLY else ("as-written",):

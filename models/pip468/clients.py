@@ -34,6 +34,9 @@ def actions(m, s: State):
         for b, c in enumerate(s.ctrls):
             if c.leader:
                 yield act("create_subscription", broker=b, sub=f"s{len(s.subs)}")
+    for b, c in enumerate(s.ctrls):
+        for sub, _ in c.subscribing:
+            yield act("propagate_subscription", broker=b, sub=sub)
     lock = s.lock
     for i, x in enumerate(s.consumers):
         name = consumer_name(i)
@@ -81,7 +84,7 @@ def publish(m, s: State, a):
     t = s.topics.get(seg, Topic())
     msg = len(s.acked) + 1
     return replace(s, topics=s.topics.set(seg, replace(t, entries=t.entries + ((msg, key),))),
-                   acked=s.acked + ((msg, key, seg, len(t.entries), s.subs),))
+                   acked=s.acked + ((msg, key, seg, len(t.entries), s.created),))
 
 
 def publish_rejected(m, s: State, a):
@@ -97,21 +100,37 @@ def dag_update(m, s: State, a):
 
 
 def create_subscription(m, s: State, a):
-    """Admin ``createSubscription``: the controller "propagates it to all active segments by issuing
-    ``createSubscription`` on each ``segment://`` topic" (a new cursor starts at the end of the
-    topic), then answers. Variant subs-in-metadata: the subscription is written into the
-    topic's metadata by CAS, so a split that read an older version fails its own CAS."""
+    """Admin ``createSubscription`` reaches the leader, which will "propagate it to all active segments
+    by issuing ``createSubscription`` on each ``segment://`` topic via the Segments admin API": the
+    segments are the active ones of its layout now; each call is then a step of its own
+    (``propagate_subscription``). Variant subs-in-metadata: the subscription is first written into
+    the topic's metadata by CAS (and reloaded), so a split that read an older version fails its CAS."""
     b, sub = a.param("broker"), a.param("sub")
     c = s.ctrls[b]
+    s = replace(s, subs=s.subs | {sub})
     if "subs-in-metadata" in m.fixes:
-        s = replace(s, version=s.version + 1, subs=s.subs | {sub})
+        s = replace(s, version=s.version + 1)
         c = loaded(s, c)
-        s = replace(s, ctrls=put(s.ctrls, b, c))
-    topics = s.topics
-    for seg in c.layout.active_segments:
-        t = topics.get(seg.segment_id, Topic())
-        topics = topics.set(seg.segment_id, replace(t, cursors=t.cursors.set(sub, len(t.entries))))
-    return replace(s, topics=topics, subs=s.subs | {sub})
+    targets = tuple(seg.segment_id for seg in c.layout.active_segments)
+    return replace(s, ctrls=put(s.ctrls, b, replace(c, subscribing=c.subscribing + ((sub, targets),))))
+
+
+def propagate_subscription(m, s: State, a):
+    """One Segments admin ``createSubscription``: a cursor at the end of the segment topic (created if
+    missing); a subscription the topic already has is left as it is (the call's conflict outcome,
+    which the controller takes as done). After the last segment the admin call succeeds: from then
+    on the subscription exists for its user. A crash before that fails the call."""
+    b, sub = a.param("broker"), a.param("sub")
+    c = s.ctrls[b]
+    i = next(i for i, (x, _) in enumerate(c.subscribing) if x == sub)
+    seg, rest = c.subscribing[i][1][0], c.subscribing[i][1][1:]
+    t = s.topics.get(seg, Topic())
+    if sub not in t.cursors:
+        t = replace(t, cursors=t.cursors.set(sub, len(t.entries)))
+    s = replace(s, topics=s.topics.set(seg, t))
+    left = c.subscribing[:i] + (((sub, rest),) if rest else ()) + c.subscribing[i + 1:]
+    s = replace(s, ctrls=put(s.ctrls, b, replace(c, subscribing=left)))
+    return s if rest else replace(s, created=s.created | {sub})
 
 
 def _consumer(s: State, name: str):
@@ -188,5 +207,6 @@ def deliver(m, s: State, a):
 
 
 APPLY = {"publish": publish, "publish_rejected": publish_rejected, "dag_update": dag_update,
-         "create_subscription": create_subscription, "connect": connect, "disconnect": disconnect,
+         "create_subscription": create_subscription,
+         "propagate_subscription": propagate_subscription, "connect": connect, "disconnect": disconnect,
          "receive_assignment": receive_assignment, "grace_expire": grace_expire, "deliver": deliver}

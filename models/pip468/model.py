@@ -74,6 +74,7 @@ class Pip468(ComposedModel):
         "create": "Controller{broker}->>Segments", "terminate": "Controller{broker}->>Segments",
         "cas": "Controller{broker}->>Store", "cas_conflict": "Store->>Controller{broker}",
         "notify": "Controller{broker}->>Store", "create_subscription": "Operator->>Controller{broker}",
+        "propagate_subscription": "Controller{broker}->>Segments",
         "publish": "Producer->>Segments", "publish_rejected": "Segments->>Producer", "dag_update": "Store->>Producer",
         "connect": "Consumer{consumer}->>Leader", "disconnect": "Consumer{consumer}->>Leader",
         "receive_assignment": "Leader->>Consumer{consumer}", "grace_expire": "Controller{broker}->>Store",
@@ -94,7 +95,8 @@ class Pip468(ComposedModel):
         cfg = self.config
         needs = {"request_split": cfg.splits, "request_merge": cfg.merges, "crash": cfg.failovers,
                  "lose_session": cfg.failovers, "learn_deposed": cfg.failovers,
-                 "create_subscription": cfg.new_subs, "connect": cfg.consumers, "disconnect": cfg.disconnects,
+                 "create_subscription": cfg.new_subs,
+                 "propagate_subscription": cfg.new_subs, "connect": cfg.consumers, "disconnect": cfg.disconnects,
                  "receive_assignment": cfg.consumers > 1, "grace_expire": cfg.disconnects or cfg.failovers,
                  "cas_conflict": cfg.splits + cfg.merges > 1 or cfg.failovers or "subs-in-metadata" in self.fixes,
                  "layout_changed": "leader-watches-layout" in self.fixes and cfg.failovers,
@@ -111,7 +113,7 @@ class Pip468(ComposedModel):
             version=0, layout=layout, lock=None, intent=(), subs=subs, registrations=FrozenMap(),
             topics=FrozenMap((seg.segment_id, Topic(cursors=cursors)) for seg in layout.segments),
             ctrls=(Controller(),) * c.brokers, view=layout, blocked=False, consumers=(Consumer(),) * c.consumers,
-            splits=0, merges=0, failovers=0, disconnects=0, sessions=frozenset(), acked=(), delivered=FrozenMap())]
+            splits=0, merges=0, failovers=0, disconnects=0, created=subs, sessions=frozenset(), acked=(), delivered=FrozenMap())]
 
     def is_terminal(self, state):
         """No split or merge is in flight: what is left is budgets spent, not a stuck protocol."""

@@ -58,6 +58,7 @@ class Controller:
     assigned: FrozenMap = EMPTY_MAP  # the coordinator's assignment: consumer -> segment ids
     connected: frozenset = frozenset()  # keep-alive: consumers connected to this broker
     timers: frozenset = frozenset()  # consumers whose grace-period timer runs
+    subscribing: tuple = ()  # admin createSubscription calls in progress: (sub, segments left to issue it on)
 
 
 @attrs.frozen
@@ -76,7 +77,7 @@ class State:
     layout: SegmentLayout
     lock: int | None  # /controller: the leader's broker (ephemeral)
     intent: tuple  # variant op-intent: (kind, parents) of the operation in progress, persisted
-    subs: frozenset  # /subscriptions/{sub}: subscriptions that exist
+    subs: frozenset  # subscriptions requested through the admin API (subs-in-metadata: in the topic's metadata)
     registrations: FrozenMap  # consumer -> assigned segment ids (the persisted session)
     # segment topics and brokers
     topics: FrozenMap  # segment id -> Topic
@@ -91,6 +92,7 @@ class State:
     failovers: int
     disconnects: int
     # ghosts
+    created: frozenset  # subscriptions at topic creation and those whose createSubscription call succeeded
     sessions: frozenset  # consumers registered and not evicted by the leader's grace timer
     acked: tuple  # (msg, key, segment, position, subscriptions that existed at the ack)
     delivered: FrozenMap  # subscription -> delivered msgs, in order
