@@ -88,9 +88,11 @@ def assignment_exclusive(m, s):
 
 
 def reconnect_keeps_assignment(m, s, a, t):
+    """The leader's assignment, and the registration writes it has issued, are as they were."""
     if a.name != "connect" or a.param("consumer") not in s.ctrls[s.lock].members:
         return True
-    return t.registrations == s.registrations
+    before, after = s.ctrls[s.lock], t.ctrls[s.lock]
+    return (after.assigned, after.writes) == (before.assigned, before.writes)
 
 
 def sessions_durable(m, s):

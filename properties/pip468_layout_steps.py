@@ -210,11 +210,14 @@ class Pip468LayoutSteps(StepEncoding):
         step, progress = v[f"step{b}{k}"], v[f"progress{b}{k}"]
         p1, p2, c1, c2 = (v[f"{x}{b}{k}"] for x in ("p1", "p2", "c1", "c2"))
         at = f"({b},{k})"
-        if "subs-in-metadata" in self.fixes:
-            found = v[f"csub{b}"]
-        else:
-            found = z3.Or(*[z3.And(self.topic(p, "exists", v), self.topic(p, "cursor", v)) for p in (p1, p2)])
-        out["discover" + at] = (step == DISCOVER, {f"osub{b}{k}": found, f"step{b}{k}": CREATE})
+        if "subs-in-metadata" in self.fixes:  # one read, of the loaded metadata
+            out["discover" + at] = (step == DISCOVER, {f"osub{b}{k}": v[f"csub{b}"], f"step{b}{k}": CREATE})
+        else:  # one parent a query
+            p = z3.If(progress == 0, p1, p2)
+            last = progress == (0 if k == "split" else 1)
+            found = z3.Or(v[f"osub{b}{k}"], z3.And(self.topic(p, "exists", v), self.topic(p, "cursor", v)))
+            out["discover" + at] = (step == DISCOVER, {f"osub{b}{k}": found, f"step{b}{k}": z3.If(last, CREATE, DISCOVER),
+                                                       f"progress{b}{k}": z3.If(last, 0, progress + 1)})
 
         def each(now, then, first, second, count, marks):
             """Step ``now`` acts on one segment a call (``first``, then ``second``; ``count`` in all),

@@ -1,5 +1,5 @@
-"""Bounded model checking of PIP-468 step for step, at the bounds of one segment, one split, one
-key and at most one stream consumer (presets ``default``, ``new-sub``, ``failover``,
+"""Bounded model checking of PIP-468 step for step, at the bounds of one segment, at most one split, one
+key and at most one stream consumer (presets ``default``, ``new-sub``, ``failover``, ``session-failover``,
 ``consumer-failover``, ``stream-order``): each action of
 ``models/pip468`` is one transition formula, its guard and its effect, over the whole state, so a
 run here has the explorer's length and breaks the same properties.
@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import z3
 
+from pulsar_verify.models.pip468.state import ALL
+
 from .obligations import Obligation, StateVars, StepEncoding, bounded_verdict, explorer_depth
 
 NONE, DISCOVER, CREATE, TERMINATE, CAS, NOTIFY = range(6)
@@ -38,7 +40,7 @@ SECTION = ("PIP-468 Split Protocol 1-5 and 'Why this ordering matters'; Leader E
 # the findings' bounds and the variants checked there (op-intent's check at failover, up to 19 steps, had not
 # finished after 25 minutes: it is left out); the depth checked is the explorer's there, read, not re-typed
 CASES = {"new-sub": ("as-written", "subs-in-metadata"), "failover": ("as-written",),
-         "consumer-failover": ("as-written",)}
+         "consumer-failover": ("as-written",), "session-failover": ("as-written", "fenced-registrations")}
 LIVENESS = ("writable-coverage", "acked-delivered")
 INVARIANTS = ("one-writable-segment", "no-message-loss")  # the state invariants that can fail here
 ASSIGNMENT = {(): 0, (0,): 1, (1, 2): 2}  # what round-robin gives one consumer: nothing, the parent, the children
@@ -55,8 +57,9 @@ class Pip468Steps(StepEncoding):
             "learn_deposed", "notify", "propagate_subscription", "terminate")
 
     def __init__(self, config):
-        if (config.segments, config.splits, config.merges, config.keys) != (1, 1, 0, 1) or config.consumers > 1:
-            raise ValueError("the step-for-step encoding covers one segment, one split, one key, one stream consumer")
+        if (config.segments, config.merges, config.keys) != (1, 0, 1) or config.splits > 1 or config.consumers > 1:
+            raise ValueError("the step-for-step encoding covers one segment, at most one split, one key, one stream "
+                             "consumer")
         if config.variant == "mutant:stale-epoch":
             raise ValueError("the step-for-step encoding has no layout epochs")
         v = config.variant
@@ -73,6 +76,7 @@ class Pip468Steps(StepEncoding):
         self.new_subs = self.subs[config.subs:]
         self.msgs = tuple(range(1, config.msgs + 1))
         self.failovers = config.failovers
+        self.splits = config.splits
         self.watches = "leader-watches-layout" in self.fixes and config.failovers > 0
         self.consumer = config.consumers == 1
         self.disconnects = config.disconnects
@@ -80,7 +84,7 @@ class Pip468Steps(StepEncoding):
             self.properties = self.properties + CONSUMER_PROPERTIES
             self.liveness = LIVENESS + ("assignment-complete",)
             self.invariants = INVARIANTS + ("assignment-exclusive", "sessions-durable")
-            self.fair = self.fair + ("connect", "grace_expire", "receive_assignment")
+            self.fair = self.fair + ("connect", "grace_expire", "persist_registration", "receive_assignment")
 
     # -- the state -------------------------------------------------------------------------------
     def vars(self, tag: str) -> StateVars:
@@ -102,7 +106,8 @@ class Pip468Steps(StepEncoding):
             bools += [f"asub{j}_{s}" for s in self.subs] + [f"delivered{j}_{s}" for s in self.subs]
         if self.consumer:
             ints += ["reg", "at", "cview", "inbox", "disconnects"] + [f"assigned{b}" for b in self.brokers]
-            bools += ["sess"] + [f"{k}{b}" for k in ("member", "conn", "timer") for b in self.brokers]
+            ints += [f"pend{b}" for b in self.brokers]  # c1's registration write issued there: -1 none, 0 delete
+            bools += ["sess", "joining"] + [f"{k}{b}" for k in ("member", "conn", "timer") for b in self.brokers]
         return StateVars(ints, bools, tag)
 
     def loaded(self, v, b) -> dict:
@@ -183,77 +188,95 @@ class Pip468Steps(StepEncoding):
         """c1's share of the round-robin over a layout: every active segment, if it is a member."""
         return z3.If(member, z3.If(split, 2, 1), 0)
 
-    def rebalance(self, v, b, split, member, assigned, connected, lock=None) -> dict:
+    def rebalance(self, v, b, split, member, assigned, pend=None) -> dict:
         """The coordinator on ``b`` recomputes the assignment against its layout (``split``) and
-        members, persists it and pushes it to ``c1`` if connected here and changed (the inputs as
-        the action leaves them); fenced-registrations: only while ``b`` holds the lock."""
+        members (the inputs as the action leaves them) and, if it changed, issues its write."""
         new = self.round_robin(split, member)
-        push = z3.And(connected, v["at"] == b, new != assigned)
-        out = {"reg": new, f"assigned{b}": new, "inbox": z3.If(push, new, v["inbox"])}
-        if "fenced-registrations" in self.fixes:
-            kept = {"reg": v["reg"], f"assigned{b}": assigned, "inbox": v["inbox"]}
-            out = {k: z3.If((v["lock"] if lock is None else lock) == b, x, kept[k]) for k, x in out.items()}
-        return out
+        return {f"assigned{b}": new, f"pend{b}": z3.If(new != assigned, new, v[f"pend{b}"] if pend is None else pend)}
+
+    def persist(self, v, b) -> dict:
+        """``c1``'s registration write issued on ``b`` lands (fenced-registrations: fails unless ``b``
+        holds the lock); a consumer waiting on ``b`` gets its reply (or error), one connected there is
+        pushed a changed assignment."""
+        value, here = v[f"pend{b}"], v["at"] == b
+        failed = v["lock"] != b if "fenced-registrations" in self.fixes else z3.BoolVal(False)
+        acting = z3.If(v["inbox"] != 0, v["inbox"], v["cview"])
+        reply = z3.And(here, v["joining"])
+        push = z3.And(here, z3.Not(v["joining"]), z3.Not(failed), v[f"conn{b}"], value != 0, value != acting)
+        return {f"pend{b}": -1, "reg": z3.If(failed, v["reg"], value),
+                "joining": z3.And(v["joining"], z3.Not(here)),
+                "at": z3.If(z3.And(reply, failed), -1, v["at"]),
+                "cview": z3.If(z3.And(reply, z3.Not(failed)), value, v["cview"]),
+                "sess": z3.Or(v["sess"], z3.And(reply, z3.Not(failed))),
+                "inbox": z3.If(push, value, v["inbox"])}
 
     def coordinator(self, v, b, action: str) -> dict:
         """What the controller action ``action`` on ``b`` does to its coordinator and ``c1``."""
         if not self.consumer:
             return {}
         watches = "leader-watches-layout" in self.fixes
-        member, conn, assigned = v[f"member{b}"], v[f"conn{b}"], v[f"assigned{b}"]
+        member, assigned = v[f"member{b}"], v[f"assigned{b}"]
         if action == "elect":  # restore the registrations; the consumer still connected here stays so
             member = v["reg"] != 0
             live = z3.And(v["at"] == b, member)
             out = {f"member{b}": member, f"conn{b}": live, f"timer{b}": z3.And(member, z3.Not(live)),
                    f"assigned{b}": v["reg"]}
+            if "fenced-registrations" in self.fixes:  # writes issued under an earlier lock fail
+                dropped = z3.And(v[f"pend{b}"] != -1, v["joining"], v["at"] == b)
+                out.update({f"pend{b}": -1, "joining": z3.And(v["joining"], z3.Not(dropped)),
+                            "at": z3.If(dropped, -1, v["at"])})
             if watches:
-                out.update(self.rebalance(v, b, v["split"], member, v["reg"], live, lock=b))
+                out.update(self.rebalance(v, b, v["split"], member, v["reg"], out.get(f"pend{b}")))
             return out
         if action == "learn_deposed":
             return {f"timer{b}": False}
         if action == "crash":
             here = v["at"] == b
-            return {f"member{b}": False, f"conn{b}": False, f"timer{b}": False, f"assigned{b}": 0,
-                    "at": z3.If(here, -1, v["at"]), "inbox": z3.If(here, 0, v["inbox"])}
+            return {f"member{b}": False, f"conn{b}": False, f"timer{b}": False, f"assigned{b}": 0, f"pend{b}": -1,
+                    "at": z3.If(here, -1, v["at"]), "inbox": z3.If(here, 0, v["inbox"]),
+                    "joining": z3.And(v["joining"], z3.Not(here))}
         if action == "layout_changed":
-            return self.rebalance(v, b, v["split"], member, assigned, conn)
+            return self.rebalance(v, b, v["split"], member, assigned)
         if action == "cas_conflict":
             if not watches:
                 return {}
-            return {k: z3.If(v[f"leader{b}"], x, v[k]) for k, x in
-                    self.rebalance(v, b, v["split"], member, assigned, conn).items()}
+            return {k: z3.If(v[f"leader{b}"], x, v[k]) for k, x in self.rebalance(v, b, v["split"], member, assigned).items()}
         assert action == "notify"
-        return self.rebalance(v, b, v[f"csplit{b}"], member, assigned, conn)
+        return self.rebalance(v, b, v[f"csplit{b}"], member, assigned)
 
     def consumer_actions(self, v) -> dict:
         """``c1`` connects to the leader, disconnects, receives a pushed assignment; grace timers expire."""
         out, lock = {}, v["lock"]
         connect = {"at": lock, "inbox": 0}
-        reg, view, joined = v["reg"], v["cview"], z3.BoolVal(False)
+        view, joining = v["cview"], z3.BoolVal(False)
         for b in reversed(self.brokers):
             here, rejoin = lock == b, v[f"member{b}"]
-            new = self.round_robin(v[f"csplit{b}"], True)
-            kept = new if self.variant == "mutant:rebalance-on-reconnect" else v[f"assigned{b}"]
-            after = z3.If(rejoin, kept, new)
+            joins = self.rebalance(v, b, v[f"csplit{b}"], True, v[f"assigned{b}"])
+            if self.variant == "mutant:no-rebalance-on-join":
+                share = self.round_robin(v[f"csplit{b}"], True)
+                joins = {f"assigned{b}": share, f"pend{b}": share}
+            again = self.rebalance(v, b, v[f"csplit{b}"], True, v[f"assigned{b}"]) \
+                if self.variant == "mutant:rebalance-on-reconnect" else {k: v[k] for k in joins}
+            after = {k: z3.If(here, z3.If(rejoin, again[k], joins[k]), v[k]) for k in joins}
+            waits = z3.Or(z3.Not(rejoin), after[f"pend{b}"] != -1)  # the reply waits for the write
             connect.update({f"member{b}": z3.Or(v[f"member{b}"], here), f"conn{b}": z3.Or(v[f"conn{b}"], here),
-                            f"timer{b}": z3.And(v[f"timer{b}"], z3.Not(z3.And(here, rejoin))),
-                            f"assigned{b}": z3.If(here, after, v[f"assigned{b}"])})
-            reg = z3.If(here, z3.If(rejoin, kept if self.variant == "mutant:rebalance-on-reconnect" else v["reg"],
-                                    new), reg)
-            view = z3.If(here, after, view)
-            joined = z3.Or(joined, z3.And(here, z3.Not(rejoin)))
-        connect.update({"reg": reg, "cview": view, "sess": z3.Or(v["sess"], joined)})
+                            f"timer{b}": z3.And(v[f"timer{b}"], z3.Not(z3.And(here, rejoin))), **after})
+            view = z3.If(here, z3.If(rejoin, z3.If(waits, view, after[f"assigned{b}"]), 0), view)
+            joining = z3.If(here, waits, joining)
+        connect.update({"cview": view, "joining": joining})
         leads = z3.Or(*[z3.And(lock == b, v[f"leader{b}"]) for b in self.brokers])
         out["connect(c1)"] = (z3.And(leads, v["at"] != lock), connect)
         if self.disconnects:
-            drop = {"disconnects": v["disconnects"] + 1, "at": -1, "inbox": 0}
+            drop = {"disconnects": v["disconnects"] + 1, "at": -1, "inbox": 0, "joining": False}
             for b in self.brokers:
                 hit = z3.And(v["at"] == b, v[f"conn{b}"])
                 drop.update({f"conn{b}": z3.And(v[f"conn{b}"], z3.Not(hit)), f"timer{b}": z3.Or(v[f"timer{b}"], hit)})
             out["disconnect(c1)"] = (z3.And(v["at"] != -1, v["disconnects"] < self.disconnects), drop)
         out["receive_assignment(c1)"] = (v["inbox"] != 0, {"cview": v["inbox"], "inbox": 0})
+        key = "*" if "atomic-registrations" in self.fixes else "c1"
         for b in self.brokers:
-            evicted = self.rebalance(v, b, v[f"csplit{b}"], False, v[f"assigned{b}"], v[f"conn{b}"])
+            out[f"persist_registration({b},{key})"] = (v[f"pend{b}"] != -1, self.persist(v, b))
+            evicted = self.rebalance(v, b, v[f"csplit{b}"], False, v[f"assigned{b}"])
             out[f"grace_expire({b},c1)"] = (z3.And(v[f"leader{b}"], v[f"timer{b}"]), {
                 **evicted, f"member{b}": False, f"timer{b}": False, "sess": z3.And(v["sess"], lock != b)})
         return out
@@ -314,7 +337,7 @@ class Pip468Steps(StepEncoding):
                 **{f"ppos{b}_{s}": 0 for s in self.new_subs}, "lock": z3.If(v["lock"] == b, -1, v["lock"]), "failovers": v["failovers"] + 1,
                 **self.coordinator(v, b, "crash")})
         blocked = z3.And(intent, v["intent"]) if intent else z3.BoolVal(False)
-        out[f"request_split({b})"] = (z3.And(leader, z3.Not(blocked), v["splits"] < 1, z3.Not(v[f"csplit{b}"])), {
+        out[f"request_split({b})"] = (z3.And(leader, z3.Not(blocked), v["splits"] < self.splits, z3.Not(v[f"csplit{b}"])), {
             **self.fresh_op(v, b), "splits": v["splits"] + 1, **({"intent": True} if intent else {})})
         if "subs-in-metadata" in self.fixes:
             found = {f"osub{b}_{s}": v[f"csub{b}_{s}"] for s in self.subs}
@@ -367,7 +390,9 @@ class Pip468Steps(StepEncoding):
             return z3.Or(False, *[z3.And(msg < j, v[f"delivered{j}_s0"]) for j in self.msgs])
         if prop == "reconnect-keeps-assignment" and label == "connect(c1)":
             rejoin = z3.Or(*[z3.And(v["lock"] == b, v[f"member{b}"]) for b in self.brokers])
-            return z3.And(rejoin, w["reg"] != v["reg"])
+            kept = z3.And(*[z3.Implies(v["lock"] == b, z3.And(w[f"assigned{b}"] == v[f"assigned{b}"],
+                                                              w[f"pend{b}"] == v[f"pend{b}"])) for b in self.brokers])
+            return z3.And(rejoin, z3.Not(kept))
         return z3.BoolVal(False)
 
     def invariant(self, prop: str, v):
@@ -424,7 +449,8 @@ class Pip468Steps(StepEncoding):
             out += [z3.Not(v[f"{k}{j}_{s}"]) for k in ("asub", "delivered") for s in self.subs]
         if self.consumer:
             out += [v["reg"] == 0, v["at"] == -1, v["cview"] == 0, v["inbox"] == 0, v["disconnects"] == 0,
-                    z3.Not(v["sess"])]
+                    z3.Not(v["sess"]), z3.Not(v["joining"])]
+            out += [v[f"pend{b}"] == -1 for b in self.brokers]
             out += [v[f"assigned{b}"] == 0 for b in self.brokers]
             out += [z3.Not(v[f"{k}{b}"]) for k in ("member", "conn", "timer") for b in self.brokers]
         return z3.And(*out)
@@ -468,9 +494,14 @@ class Pip468Steps(StepEncoding):
             x = s.consumers[0]
             out += [v["reg"] == ASSIGNMENT[s.registrations.get("c1", ())], v["sess"] == ("c1" in s.sessions),
                     v["at"] == (-1 if x.broker is None else x.broker), v["cview"] == ASSIGNMENT[x.view],
-                    v["inbox"] == (0 if x.inbox is None else ASSIGNMENT[x.inbox]), v["disconnects"] == s.disconnects]
+                    v["inbox"] == (0 if x.inbox is None else ASSIGNMENT[x.inbox]), v["disconnects"] == s.disconnects,
+                    v["joining"] == x.joining]
             for b, c in enumerate(s.ctrls):
-                out += [v[f"assigned{b}"] == ASSIGNMENT[c.assigned.get("c1", ())],
+                if "c1" in c.writes:
+                    pend = ASSIGNMENT[c.writes["c1"] or ()]
+                else:
+                    pend = ASSIGNMENT[c.writes[ALL].get("c1", ())] if ALL in c.writes else -1
+                out += [v[f"assigned{b}"] == ASSIGNMENT[c.assigned.get("c1", ())], v[f"pend{b}"] == pend,
                         v[f"member{b}"] == ("c1" in c.members),
                         v[f"conn{b}"] == ("c1" in c.connected), v[f"timer{b}"] == ("c1" in c.timers)]
         return z3.And(*out)
@@ -491,10 +522,10 @@ encoding, disagreements = Pip468Steps.at, Pip468Steps.disagreements_of
 
 
 def sessions_durable(variant: str):
-    """``sessions-durable``'s shortest breaking run at ``consumer-failover``, up to the explorer's
+    """``sessions-durable``'s shortest breaking run at ``session-failover``, up to the explorer's
     greatest depth there (as written and fenced-registrations) plus one."""
-    k = explorer_depth("pip-468", "consumer-failover", SESSION_VARIANTS) + 1
-    return bounded_verdict(encoding(variant, "consumer-failover").check(k, only={"sessions-durable"}), (), k)
+    k = explorer_depth("pip-468", "session-failover", SESSION_VARIANTS) + 1
+    return bounded_verdict(encoding(variant, "session-failover").check(k, only={"sessions-durable"}), (), k)
 
 
 def verdict(variant: str, preset: str):
@@ -504,7 +535,7 @@ def verdict(variant: str, preset: str):
 SESSION_VARIANTS = ("as-written", "fenced-registrations")
 OBLIGATIONS = [
     Obligation("pip-468", "sessions-durable-bounded", "the shortest run of the controller, the coordinators and the "
-               "consumer at the consumer-failover bounds that breaks sessions-durable, step for step (up to the "
+               "consumer at the session-failover bounds that breaks sessions-durable, step for step (up to the "
                "explorer's depth there plus one)", SECTION + "; Consumer Session Lifecycle: 'this entry is "
                "durable and outlives ... controller leader failovers'",
                lambda variant=variant: sessions_durable(variant), (variant,))

@@ -27,7 +27,7 @@ BROKEN = {
     "per-key-order": ("mutant:no-catch-up", "stream-order"),
     "assignment-exclusive": ("mutant:no-rebalance-on-join", "consumers"),
     "reconnect-keeps-assignment": ("mutant:rebalance-on-reconnect", "consumers"),
-    "sessions-durable": ("as-written", "consumer-failover"),
+    "sessions-durable": ("as-written", "session-failover"),
     "writable-coverage": ("as-written", "failover"),
     "acked-delivered": ("as-written", "consumer-failover"),
     "assignment-complete": ("as-written", "consumer-failover"),
@@ -49,7 +49,18 @@ def test_finding_is_still_found_and_its_fix_kills_it(finding):
     assert v.length == finding.length
     assert replay(finding.trace).reproduced
     assert not replay(finding.trace, finding.fix).reproduced
-    assert finding.property not in violated(MODEL, finding.fix, finding.bounds)
+    # the fix holds the property at these bounds, unless the race of another finding breaks it there too
+    other = OTHER_PATH.get(finding.name)
+    assert (finding.property in violated(MODEL, finding.fix, finding.bounds)) == (other is not None)
+    if other is not None:
+        fix = next(f.fix for f in FINDINGS if f.name == other)
+        assert finding.property not in violated(MODEL, "all-fixes", finding.bounds) and fix != finding.fix
+
+
+# findings whose property their own fix leaves broken at their bounds, by the race of the finding named:
+# leader-watches-layout leaves the reelection race to fenced-registrations
+OTHER_PATH = {"new-segments-unassigned-after-leader-crash": "stale-registration-write-lands-after-reelection",
+              "stream-subscription-misses-new-segments": "stale-registration-write-lands-after-reelection"}
 
 
 @pytest.mark.parametrize("preset", IN_PROCESS)

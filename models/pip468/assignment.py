@@ -1,11 +1,19 @@
 """Consumer assignment for the stream subscription (PIP-468 "Consumer Assignment",
-"Rebalancing", "Consumer Session Lifecycle")."""
+"Rebalancing", "Consumer Session Lifecycle", "Metadata Store Paths").
+
+A rebalance is computed in memory; each ``ConsumerRegistration`` it changes ("keyed by
+``consumerName`` under the subscription path") is then its own metadata write
+(``persist_registration``), in any order, and the consumer whose assignment changed is pushed
+it once its registration is written: what a consumer is told is durable. Two rebalances' writes
+of one key are coalesced into the later: a rebalance reads no registration and a write changes
+nothing a rebalance reads, so the earlier write commutes to before the later rebalance.
+"""
 from __future__ import annotations
 
 from pulsar_verify.values import FrozenMap, put, replace
 
 from .layout import SegmentLayout
-from .state import State
+from .state import ALL, State
 
 
 def consumer_name(i: int) -> str:
@@ -23,16 +31,51 @@ def round_robin(layout: SegmentLayout, members) -> FrozenMap:
 
 
 def rebalance(m, s: State, b: int) -> State:
-    """The coordinator on broker ``b`` recomputes the assignment against its layout, persists it
-    (the ``ConsumerRegistration`` entries) and "for each consumer whose assignment changed, push[es]
-    the new ``ConsumerAssignment``" to it, if it is connected to this broker."""
+    """The coordinator on broker ``b`` recomputes the assignment against its layout and members and
+    issues a write of each registration that changed (a delete for a consumer no longer a member);
+    variant atomic-registrations: one write of them all."""
     c = s.ctrls[b]
-    if "fenced-registrations" in m.fixes and s.lock != b:
-        return s  # the conditional write fails: a deposed coordinator changes nothing
     new = round_robin(c.layout, c.members)
-    consumers = s.consumers
+    if new == c.assigned:
+        return s
+    writes = c.writes
+    if "atomic-registrations" in m.fixes:
+        writes = writes.set(ALL, new)
+    else:
+        for name in sorted(set(c.assigned.keys()) | set(new.keys())):
+            if new.get(name) != c.assigned.get(name):
+                writes = writes.set(name, new.get(name))
+    return replace(s, ctrls=put(s.ctrls, b, replace(c, assigned=new, writes=writes)))
+
+
+def persist_registration(m, s: State, a):
+    """One registration write lands (``consumer`` ALL: all of them at once). A consumer connected to
+    this broker whose assignment it changes is pushed the new ``ConsumerAssignment``; one waiting to
+    register gets its reply, and from then on holds a session. Variant fenced-registrations: the
+    write is conditional on the leader lock and fails on a broker that lost it; a consumer waiting
+    for that write gets an error and reconnects."""
+    b, key = a.param("broker"), a.param("consumer")
+    c = s.ctrls[b]
+    value = c.writes[key]
+    c = replace(c, writes=c.writes.remove(key))
+    s = replace(s, ctrls=put(s.ctrls, b, c))
+    if key == ALL:
+        regs, updates = value, {name: value.get(name) for name in set(value.keys()) | set(s.registrations.keys())}
+    else:
+        regs = s.registrations.remove(key) if value is None else s.registrations.set(key, value)
+        updates = {key: value}
+    failed = "fenced-registrations" in m.fixes and s.lock != b
+    consumers, sessions = list(s.consumers), s.sessions
     for i, x in enumerate(s.consumers):
         name = consumer_name(i)
-        if name in c.connected and x.broker == b and new.get(name) != c.assigned.get(name):
-            consumers = put(consumers, i, replace(x, inbox=new[name]))
-    return replace(s, registrations=new, consumers=consumers, ctrls=put(s.ctrls, b, replace(c, assigned=new)))
+        if name not in updates or x.broker != b:
+            continue
+        if x.joining and failed:
+            consumers[i] = replace(x, broker=None, joining=False)
+        elif x.joining:  # the register request's handler replies, whatever its coordinator became meanwhile
+            consumers[i] = replace(x, view=updates[name] or (), joining=False)
+            sessions = sessions | {name}
+        elif not failed and name in c.connected and updates[name] not in (None, x.view if x.inbox is None else x.inbox):
+            consumers[i] = replace(x, inbox=updates[name])
+    s = replace(s, consumers=tuple(consumers), sessions=sessions)
+    return s if failed else replace(s, registrations=regs)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pulsar_verify.model import act
 from pulsar_verify.values import put, replace
 
-from .assignment import consumer_name, rebalance, round_robin
+from .assignment import consumer_name, persist_registration, rebalance, round_robin
 from .controller import loaded
-from .state import KEY_HASHES, STREAM_SUB, State, Topic
+from .state import ALL, KEY_HASHES, STREAM_SUB, State, Topic
 
 
 def stream_sub(m) -> str | None:
@@ -46,6 +46,9 @@ def actions(m, s: State):
             yield act("disconnect", consumer=name)
         if x.inbox is not None:
             yield act("receive_assignment", consumer=name)
+    for b, c in enumerate(s.ctrls):
+        for key in sorted(c.writes.keys()):
+            yield act("persist_registration", broker=b, consumer=key)
     for b, c in enumerate(s.ctrls):
         if c.leader:
             for name in sorted(c.timers):
@@ -141,7 +144,11 @@ def _consumer(s: State, name: str):
 def connect(m, s: State, a):
     """A stream consumer connects to the controller leader (the DAG watch's ``controller_broker_url``)
     and registers. A registered consumer within its grace period "resumes with the same persisted
-    assignment — no rebalance"; a new one is added and the assignment recomputed."""
+    assignment — no rebalance", in the reply (once that assignment's write is done, if it is not); a
+    new one is added, the assignment recomputed, and it waits for the reply, which comes once its
+    ``ConsumerRegistration`` is written ("When a consumer registers, the ``SubscriptionCoordinator``
+    writes its ``ConsumerRegistration``"; "Once a consumer successfully registers, this entry is
+    durable")."""
     name = a.param("consumer")
     i, x = _consumer(s, name)
     b = s.lock
@@ -151,19 +158,19 @@ def connect(m, s: State, a):
         s = replace(s, ctrls=put(s.ctrls, b, c))
         if m.config.variant == "mutant:rebalance-on-reconnect":
             s = rebalance(m, s, b)
-        view = s.ctrls[b].assigned.get(name, ())
-        return replace(s, consumers=put(s.consumers, i, replace(x, broker=b, view=view, inbox=None)))
+        c = s.ctrls[b]
+        if name in c.writes or ALL in c.writes:  # its assignment is not persisted yet: the reply waits for it
+            return replace(s, consumers=put(s.consumers, i, replace(x, broker=b, inbox=None, joining=True)))
+        view = c.assigned.get(name, ())
+        return replace(s, consumers=put(s.consumers, i, replace(x, broker=b, view=view, inbox=None, joining=False)))
     c = replace(c, members=c.members | {name}, connected=c.connected | {name})
-    s = replace(s, ctrls=put(s.ctrls, b, c), consumers=put(s.consumers, i, replace(x, broker=b, inbox=None)),
-                sessions=s.sessions | {name})
-    if m.config.variant == "mutant:no-rebalance-on-join":
-        mine = round_robin(c.layout, c.members)[name]
-        c = replace(c, assigned=c.assigned.set(name, mine))
-        s = replace(s, registrations=s.registrations.set(name, mine), ctrls=put(s.ctrls, b, c))
-    else:
-        s = rebalance(m, s, b)
-    x = s.consumers[i]
-    return replace(s, consumers=put(s.consumers, i, replace(x, view=s.ctrls[b].assigned[name], inbox=None)))
+    s = replace(s, ctrls=put(s.ctrls, b, c),
+                consumers=put(s.consumers, i, replace(x, broker=b, view=(), inbox=None, joining=True)))
+    if m.config.variant != "mutant:no-rebalance-on-join":
+        return rebalance(m, s, b)
+    assigned = c.assigned.set(name, round_robin(c.layout, c.members)[name])
+    key, value = (ALL, assigned) if "atomic-registrations" in m.fixes else (name, assigned[name])
+    return replace(s, ctrls=put(s.ctrls, b, replace(c, assigned=assigned, writes=c.writes.set(key, value))))
 
 
 def disconnect(m, s: State, a):
@@ -175,7 +182,7 @@ def disconnect(m, s: State, a):
     if name in c.connected:
         c = replace(c, connected=c.connected - {name}, timers=c.timers | {name})
     return replace(s, ctrls=put(s.ctrls, x.broker, c), disconnects=s.disconnects + 1,
-                   consumers=put(s.consumers, i, replace(x, broker=None, inbox=None)))
+                   consumers=put(s.consumers, i, replace(x, broker=None, inbox=None, joining=False)))
 
 
 def receive_assignment(m, s: State, a):
@@ -191,9 +198,7 @@ def grace_expire(m, s: State, a):
     s = replace(s, ctrls=put(s.ctrls, b, replace(c, members=c.members - {name}, timers=c.timers - {name})))
     if s.lock == b:
         s = replace(s, sessions=s.sessions - {name})  # an eviction by the leader ends the session
-    if "fenced-registrations" in m.fixes and s.lock != b:
-        return s
-    return rebalance(m, replace(s, registrations=s.registrations.remove(name)), b)
+    return rebalance(m, s, b)  # its registration's delete is one of the writes
 
 
 def deliver(m, s: State, a):
@@ -207,6 +212,6 @@ def deliver(m, s: State, a):
 
 
 APPLY = {"publish": publish, "publish_rejected": publish_rejected, "dag_update": dag_update,
-         "create_subscription": create_subscription,
-         "propagate_subscription": propagate_subscription, "connect": connect, "disconnect": disconnect,
-         "receive_assignment": receive_assignment, "grace_expire": grace_expire, "deliver": deliver}
+         "create_subscription": create_subscription, "propagate_subscription": propagate_subscription,
+         "connect": connect, "disconnect": disconnect, "receive_assignment": receive_assignment,
+         "persist_registration": persist_registration, "grace_expire": grace_expire, "deliver": deliver}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import attrs
 
 from pulsar_verify.model import act
-from pulsar_verify.values import put, replace
+from pulsar_verify.values import FrozenMap, put, replace
 
 from .assignment import consumer_name, rebalance
 from .layout import LayoutError
@@ -72,6 +72,12 @@ def elect(m, s: State, a):
     live = frozenset(consumer_name(i) for i, x in enumerate(s.consumers) if x.broker == b) & members
     c = replace(loaded(s, s.ctrls[b]), leader=True, members=members, assigned=s.registrations, connected=live,
                 timers=members - live)
+    if "fenced-registrations" in m.fixes and c.writes:
+        # writes issued under an earlier lock fail (their condition is that lock's version): dropped
+        # here, and a consumer waiting for one gets its error
+        s = replace(s, consumers=tuple(replace(x, broker=None, joining=False) if x.joining and x.broker == b else x
+                                       for x in s.consumers))
+        c = replace(c, writes=FrozenMap())
     if "op-intent" in m.fixes and s.intent and not c.ops:
         c = replace(c, ops=(op_on(c, *s.intent),))  # the new leader resumes the persisted operation
     s = replace(_set_ctrl(s, b, c), lock=b)
@@ -101,9 +107,10 @@ def lose_session(m, s: State, a):
 
 
 def crash(m, s: State, a):
-    """The broker crashes and restarts: its controller's memory (operations, timers) is gone."""
+    """The broker crashes and restarts: its controller's memory (operations, timers, writes not yet
+    done) is gone; the consumers connected to it are disconnected."""
     b = a.param("broker")
-    consumers = tuple(replace(x, broker=None, inbox=None) if x.broker == b else x for x in s.consumers)
+    consumers = tuple(replace(x, broker=None, inbox=None, joining=False) if x.broker == b else x for x in s.consumers)
     return replace(_set_ctrl(s, b, Controller()), lock=None if s.lock == b else s.lock,
                    failovers=s.failovers + 1, consumers=consumers)
 
@@ -135,15 +142,18 @@ def _start(m, s: State, b: int, op: Op) -> State:
 
 def discover(m, s: State, a):
     """Step 1: "The controller queries the parent segment topic for its list of subscriptions"
-    (merge: "both parent segments ... and takes the union"). A parent with no topic yet (only when
-    step 4 runs before step 2, mutant cas-before-create) has no subscriptions."""
+    (merge: "queries both parent segments ... and takes the union": one query a step). A parent with
+    no topic yet (only when step 4 runs before step 2, mutant cas-before-create) has no
+    subscriptions. Variant subs-in-metadata: one read, of the metadata the controller loaded."""
     b, i = a.param("broker"), a.param("op")
     op = s.ctrls[b].ops[i]
     if "subs-in-metadata" in m.fixes:
-        subs = s.ctrls[b].subs
-    else:
-        subs = frozenset(sub for p in op.parents if p in s.topics for sub in s.topics[p].cursors.keys())
-    return _set_op(s, b, i, replace(op, step=m.after[DISCOVER], subs=subs))
+        return _set_op(s, b, i, replace(op, step=m.after[DISCOVER], subs=s.ctrls[b].subs))
+    p = op.parents[op.progress]
+    subs = op.subs | (frozenset(s.topics[p].cursors.keys()) if p in s.topics else frozenset())
+    done = op.progress + 1 == len(op.parents)
+    return _set_op(s, b, i, replace(op, step=m.after[DISCOVER] if done else DISCOVER, subs=subs,
+                                    progress=0 if done else op.progress + 1))
 
 
 def create(m, s: State, a):

@@ -17,8 +17,11 @@ FIXES = {
                         "so a subscription created meanwhile fails the operation's CAS",
     "op-intent": "the leader persists the operation before step 1, accepts one at a time, and a new "
                  "leader resumes it: a terminated parent is always followed by its CAS",
-    "fenced-registrations": "the coordinator's registration writes are conditional on the leader lock, so a "
-                            "deposed leader can no longer overwrite or delete the new leader's sessions",
+    "fenced-registrations": "the coordinator's registration writes are conditional on the version of the leader "
+                            "lock they were issued under, so a deposed leader, or an earlier term of the same "
+                            "one, can no longer overwrite or delete the sessions the leader restored",
+    "atomic-registrations": "a rebalance persists every changed registration in one write (the subscription's "
+                            "SubscriptionMetadata, or a metadata multi-op), not one key at a time",
     "leader-watches-layout": "the leader rebalances against the layout it loads when elected, and watches the "
                              "metadata so a change it did not make (a deposed leader's CAS) is reloaded too",
 }
@@ -64,6 +67,9 @@ class Pip468(ComposedModel):
         "stream-order": {"consumers": 1, "msgs": 2, "brokers": 1},
         "consumer-failover": {"consumers": 1, "failovers": 1, "msgs": 1},
         "two-consumers-failover": {"consumers": 2, "failovers": 1, "msgs": 1},
+        "session-failover": {"consumers": 1, "failovers": 1, "disconnects": 1, "splits": 0, "msgs": 1},
+        "merge-new-sub": {"segments": 2, "splits": 0, "merges": 1, "keys": 2, "new_subs": 1, "msgs": 1},
+        "two-segments-two-consumers": {"segments": 2, "consumers": 2, "brokers": 1, "msgs": 1},
     }
     large_presets = ("two-consumers-failover",)
     sequence = {
@@ -77,7 +83,8 @@ class Pip468(ComposedModel):
         "propagate_subscription": "Controller{broker}->>Segments",
         "publish": "Producer->>Segments", "publish_rejected": "Segments->>Producer", "dag_update": "Store->>Producer",
         "connect": "Consumer{consumer}->>Leader", "disconnect": "Consumer{consumer}->>Leader",
-        "receive_assignment": "Leader->>Consumer{consumer}", "grace_expire": "Controller{broker}->>Store",
+        "receive_assignment": "Leader->>Consumer{consumer}",
+        "persist_registration": "Controller{broker}->>Store", "grace_expire": "Controller{broker}->>Store",
         "deliver": "Segments->>Subscription{sub}"}
     hypothesis_bounds = {"segments": 2, "splits": 2, "merges": 1, "brokers": 3, "subs": 2, "new_subs": 1, "keys": 2,
                          "msgs": 4, "consumers": 2, "disconnects": 2, "failovers": 2}
@@ -97,7 +104,8 @@ class Pip468(ComposedModel):
                  "lose_session": cfg.failovers, "learn_deposed": cfg.failovers,
                  "create_subscription": cfg.new_subs,
                  "propagate_subscription": cfg.new_subs, "connect": cfg.consumers, "disconnect": cfg.disconnects,
-                 "receive_assignment": cfg.consumers > 1, "grace_expire": cfg.disconnects or cfg.failovers,
+                 "receive_assignment": cfg.consumers, "persist_registration": cfg.consumers,
+                 "grace_expire": cfg.disconnects or cfg.failovers,
                  "cas_conflict": cfg.splits + cfg.merges > 1 or cfg.failovers or "subs-in-metadata" in self.fixes,
                  "layout_changed": "leader-watches-layout" in self.fixes and cfg.failovers,
                  "publish": cfg.msgs, "publish_rejected": cfg.msgs, "deliver": cfg.msgs,

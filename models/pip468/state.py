@@ -13,6 +13,7 @@ from .layout import SegmentLayout
 EMPTY_MAP = FrozenMap()
 SPLIT, MERGE = "split", "merge"
 DISCOVER, CREATE, TERMINATE, CAS, NOTIFY = "discover", "create", "terminate", "cas", "notify"
+ALL = "*"  # the key of a write of every registration at once (variant atomic-registrations)
 STREAM_SUB = "s0"  # the subscription the stream consumers share; others are queue subscriptions
 KEY_HASHES = (0x0000, 0xFFFF)  # key k routes by hash KEY_HASHES[k]
 
@@ -58,6 +59,8 @@ class Controller:
     assigned: FrozenMap = EMPTY_MAP  # the coordinator's assignment: consumer -> segment ids
     connected: frozenset = frozenset()  # keep-alive: consumers connected to this broker
     timers: frozenset = frozenset()  # consumers whose grace-period timer runs
+    writes: FrozenMap = EMPTY_MAP  # registration writes issued, not yet done: consumer -> assignment (None:
+    # delete), or ALL -> the whole set of registrations (variant atomic-registrations)
     subscribing: tuple = ()  # admin createSubscription calls in progress: (sub, segments left to issue it on)
 
 
@@ -68,6 +71,7 @@ class Consumer:
     broker: int | None = None  # the controller broker it is connected to
     view: tuple = ()  # segment ids of the last assignment it received
     inbox: tuple | None = None  # an assignment pushed and not yet received (pushes are ordered)
+    joining: bool = False  # registered with the leader, waiting for the reply (sent once its registration is written)
 
 
 @attrs.frozen
