@@ -40,7 +40,7 @@ SECTION = ("PIP-468 Split Protocol 1-5 and 'Why this ordering matters'; Leader E
 # the findings' bounds and the variants checked there (op-intent's check at failover, up to 19 steps, had not
 # finished after 25 minutes: it is left out); the depth checked is the explorer's there, read, not re-typed
 CASES = {"new-sub": ("as-written", "subs-in-metadata"), "failover": ("as-written",),
-         "consumer-failover": ("as-written",), "session-failover": ("as-written", "fenced-registrations")}
+         "consumer-failover": ("as-written",), "session-failover": ("as-written",)}
 LIVENESS = ("writable-coverage", "acked-delivered")
 INVARIANTS = ("one-writable-segment", "no-message-loss")  # the state invariants that can fail here
 ASSIGNMENT = {(): 0, (0,): 1, (1, 2): 2}  # what round-robin gives one consumer: nothing, the parent, the children
