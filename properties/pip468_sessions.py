@@ -239,15 +239,12 @@ def concrete(v: Vars, state, brokers, loose=None, before=None, atomic: bool = Fa
     names = [consumer_name(i) for i in range(len(state.consumers))]
     cs = [z3.Const(n, Consumer) for n in names]
 
-    def same(arr, value):
-        return arr == value
-
     def exactly(arr, chosen):  # as one array value, so the formula stays quantifier-free
         value = NOBODY
         for k, n in zip(cs, names):
             if n in chosen:
                 value = z3.Store(value, k, True)
-        return same(arr, value)
+        return arr == value
     out = [z3.Distinct(*cs) if len(cs) > 1 else z3.BoolVal(True),
            z3.Distinct(*brokers) if len(brokers) > 1 else z3.BoolVal(True),
            exactly(v.reg, set(state.registrations.keys())), exactly(v.sess, state.sessions),
@@ -259,17 +256,17 @@ def concrete(v: Vars, state, brokers, loose=None, before=None, atomic: bool = Fa
         out.append(v.lock == brokers[state.lock])
     for i, (k, ctrl) in enumerate(zip(brokers, state.ctrls)):
         out += [v.leader[k] == ctrl.leader, exactly(v.members[k], ctrl.members)]
-        exact = same(v.pend[k], _row(ctrl, cs, names))
+        exact = v.pend[k] == _row(ctrl, cs, names)
         if i != loose:
             out.append(exact)
             continue
         old = before.ctrls[i]
-        was = same(v.pend[k], _row(old, cs, names))
+        was = v.pend[k] == _row(old, cs, names)
         if atomic:  # one write of them all: as it was, or all of it now
             whole = z3.K(Consumer, DEL)
             for x, n in zip(cs, names):
                 whole = z3.Store(whole, x, PUT if n in ctrl.members else DEL)
-            out.append(z3.Or(exact, was, same(v.pend[k], whole)))
+            out.append(z3.Or(exact, was, v.pend[k] == whole))
         else:  # each consumer kept may also have a put, or its write as it was
             row = NO_WRITES
             for x in cs:
@@ -280,7 +277,7 @@ def concrete(v: Vars, state, brokers, loose=None, before=None, atomic: bool = Fa
                 if n in old.members and n in ctrl.members:
                     mine += [PUT, _row(old, [x], [n])[x]]
                 options.append(z3.Or(*[v.pend[k][x] == o for o in mine]))
-            out += [same(v.pend[k], row), *options]
+            out += [v.pend[k] == row, *options]
     return z3.And(*out)
 
 
