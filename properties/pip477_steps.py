@@ -1,6 +1,6 @@
 """Bounded model checking of PIP-477 step for step, with up to two brokers and putSchema calls
 (every bound set): each action of ``models/pip477`` (registration,
-the switch and its precheck, the directive watch, restarts, closing the old client, the old
+the switch request's precheck and directive write (and, fixed, the idgen fence first), the directive watch, restarts, closing the old client, the old
 cluster going down;
 BUILD, schema PROMOTE's read and CAS, cursor PROMOTE's RPC and the owner's handler, CLEANUP's
 deletes and status flips, ROLLBACK; publish, rollover, reads, markDelete, cursor rollover,
@@ -14,8 +14,9 @@ hold); each cluster holds, per id, whether the ledger is there and its entries (
 ``ENTRIES``); the topic's ledger list, the acknowledged messages and the promote-cursor requests
 are arrays with a length. The schema locator is an array of index entries (ledger, stamp, hash;
 entry ``i`` is schema version ``i``), version 0 in ledger 3 from the start, one more per putSchema.
-Each broker has its plugin memory (up, active cluster, directive epoch, orchestrator, PROMOTE's
-read of the whole locator, its putSchema in flight: ledger, cluster, locator version read); the
+Each broker has its plugin memory (up, active cluster, directive epoch, orchestrator, the switch request
+it serves, PROMOTE's read of the whole locator, its putSchema in flight: ledger, cluster, locator version
+read); the
 owner is a broker number, and what the owner does is one action per broker.
 Statuses: 0 none, ``ACTIVE``, ``STANDBY``, ``DEPRECATED``; clusters: 0 none, ``OLD``, ``NEW``
 (and ``USER``, what a user wrote under the attribution key, I16).
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import UNKNOWN, VIOLATED, Obligation, StateVars, StepEncoding, Verdict
+from .obligations import UNKNOWN, VIOLATED, Obligation, StateVars, StepEncoding, Verdict, explorer_depth
 
 OLD, NEW, USER = 1, 2, 3
 CLUSTER = {"old": OLD, "new": NEW, "user": USER, None: 0}
@@ -36,6 +37,8 @@ STATUS = {"ACTIVE": ACTIVE, "STANDBY": STANDBY, "DEPRECATED": DEPRECATED}
 BUILD, CLEANUP, ROLLBACK, DONE, ROLLED_BACK = 1, 2, 3, 4, 5
 PHASE = {"build": BUILD, "cleanup": CLEANUP, "rollback": ROLLBACK, "done": DONE, "rolled-back": ROLLED_BACK}
 A, USER_VALUE = 1, 2  # the user's subscription property: "a" at the start, "user" once a user set it
+NONE, FENCED, CHECKED = 0, 1, 2  # the switch request a broker serves
+REQUEST = {None: NONE, "fenced": FENCED, "checked": CHECKED}
 SCHEMA_LEDGER = 3
 MAXID, ENTRIES, RPCS = 7, 3, 2  # the explorer reaches ids up to 6, 3 entries a ledger, 1 request in flight
 BUDGETS = ("publish", "roll", "put_schema", "move", "restart", "old_down", "rollback", "sub_property", "close_client")
@@ -74,9 +77,9 @@ class Pip477Steps(StepEncoding):
                 "cattr", "cuser", "cver", "sver", "sn", "sacked", "origin", "owner", "w_l", "w_c", "c_l", "c_c",
                 "i_l", "i_md", "i_attr", "i_user", "i_ver", "o_md", "r_l", "r_c", "rpcn", "ncur", "nmsg", "consumed",
                 "acked_md", "zk"]
-        bools = ["directive", "alive_old", "closed_old", "owned", "o_roll"]
+        bools = ["directive", "alive_old", "closed_old", "owned", "o_roll", "fenced"]
         for b in self.brokers:
-            ints += [f"active{b}", f"epoch{b}", f"pread{b}", f"pread_n{b}", f"ps_l{b}", f"ps_c{b}", f"ps_v{b}"]
+            ints += [f"active{b}", f"epoch{b}", f"req{b}", f"pread{b}", f"pread_n{b}", f"ps_l{b}", f"ps_c{b}", f"ps_v{b}"]
             ints += [f"pread_{x}{b}_{i}" for x in ("l", "attr", "hash") for i in self.schemas]
             bools += [f"up{b}", f"orch{b}"]
         ints += [f"b_{k}" for k in BUDGETS] + [f"cur{i}" for i in range(2)]
@@ -87,7 +90,7 @@ class Pip477Steps(StepEncoding):
             ints += [f"rpc{i}_l", f"rpc{i}_t"]
         for lid in IDS:
             ints += [f"built{lid}"]
-            bools += [f"sent{lid}", f"failed{lid}", f"promoted{lid}", f"fallback{lid}"]
+            bools += [f"sent{lid}", f"failed{lid}", f"promoted{lid}", f"fallback{lid}", f"borrowed{lid}"]
             for c in (OLD, NEW):
                 bools += [f"has{c}_{lid}", f"alloc{c}_{lid}"]
                 ints += [f"n{c}_{lid}"] + [f"e{c}_{lid}_{j}" for j in range(ENTRIES)]
@@ -98,7 +101,7 @@ class Pip477Steps(StepEncoding):
         c = self.config
         initial = {1: (0,), 2: (0,), 3: (SCHEMA_LEDGER,)}
         out = [v["reg_old"] == ACTIVE, v["reg_new"] == 0, z3.Not(v["directive"]), v["source"] == 0, v["phase"] == 0,
-               v["flips"] == 0, v["idgen_old"] == 4, v["idgen_new"] == c.new_idgen, v["alive_old"],
+               v["flips"] == 0, z3.Not(v["fenced"]), v["idgen_old"] == 4, v["idgen_new"] == c.new_idgen, v["alive_old"],
                z3.Not(v["closed_old"]), v["mln"] == 1, v["ml0"] == 1, v["mla0"] == (0 if c.legacy else OLD),
                v["cl"] == 2, v["cmd"] == 0, v["cattr"] == OLD, v["cuser"] == A, v["cver"] == 0, v["sver"] == 0,
                v["sn"] == 1, v["sacked"] == 1,
@@ -117,7 +120,7 @@ class Pip477Steps(StepEncoding):
                *[v[f"rpc{i}_{x}"] == 0 for i in range(RPCS) for x in "lt"]]
         for lid in IDS:
             out += [v[f"built{lid}"] == -1, *[z3.Not(v[f"{p}{lid}"]) for p in ("sent", "failed", "promoted",
-                                                                                   "fallback")],
+                                                                                   "fallback", "borrowed")],
                     *[z3.Not(v[f"f_{what}{lid}"]) for what in FAILURES]]
             for cl in (OLD, NEW):
                 held = initial.get(lid, ()) if cl == OLD else ()
@@ -164,8 +167,6 @@ class Pip477Steps(StepEncoding):
         return z3.If(attr != 0, attr, fallback)
 
     def create_cluster(self, v, b):
-        if "create-reads-directive" in self.fixes:
-            return z3.If(v["directive"], NEW, self.of(v, "active", b))
         return self.of(v, "active", b)
 
     def startup(self, v, b):
@@ -194,11 +195,13 @@ class Pip477Steps(StepEncoding):
         return z3.Sum(*[z3.If(z3.And(k < below, v[f"msg{k}"] == lid), 1, 0) for k in range(self.msgs)])
 
     def homes(self, v, c, lid):
-        """Whether ``c`` is a home of ``lid``: its idgen created it, or (new) PROMOTE re-stamped it."""
-        alloc = v.select("alloc1_{}", lid, IDS, False) if c == OLD else v.select("alloc2_{}", lid, IDS, False)
-        if c == NEW:
-            alloc = z3.Or(alloc, z3.And(v["phase"] != 0, v.select("promoted{}", lid, IDS, False)))
-        return alloc
+        """Whether ``c`` is a home of ``lid``: it was created there (its idgen's id, or on the old cluster
+        one the new cluster's idgen gave), or (new) PROMOTE re-stamped it."""
+        borrowed = v.select("borrowed{}", lid, IDS, False)
+        if c == OLD:
+            return z3.Or(v.select("alloc1_{}", lid, IDS, False), borrowed)
+        return z3.Or(z3.And(v.select("alloc2_{}", lid, IDS, False), z3.Not(borrowed)),
+                     z3.And(v["phase"] != 0, v.select("promoted{}", lid, IDS, False)))
 
     def on_live_cluster(self, v, lid, entries=1):
         return z3.Or(*[z3.And(self.homes(v, c, lid), self.alive(v, c), self.has(v, c, lid),
@@ -208,9 +211,14 @@ class Pip477Steps(StepEncoding):
         lost = z3.And(when, self.on_live_cluster(v, lid, entries))
         return {f"f_{what}{i}": z3.Or(v[f"f_{what}{i}"], z3.And(lost, lid == i)) for i in IDS}
 
+    def idgen_of(self, v, c):
+        """The cluster whose idgen gives the ids of ledgers created on ``c``: itself, or the new one for
+        the old cluster once its idgen is fenced."""
+        return z3.If(z3.And(c == OLD, v["fenced"]), NEW, c)
+
     def allocated(self, v, c):
         """The id ``allocate`` takes on ``c``: the idgen's next, skipping ids the cluster holds."""
-        idgen = z3.If(c == OLD, v["idgen_old"], v["idgen_new"])
+        idgen = z3.If(self.idgen_of(v, c) == OLD, v["idgen_old"], v["idgen_new"])
         out = z3.IntVal(MAXID + 1)
         for step in reversed(range(MAXID)):
             out = z3.If(z3.Not(self.has(v, c, idgen + step)), idgen + step, out)
@@ -218,10 +226,12 @@ class Pip477Steps(StepEncoding):
 
     def put_ledger(self, v, c, lid, entries, allocate=False) -> dict:
         """A new ledger ``lid`` on the (symbolic) cluster ``c`` holding ``entries`` (and, from
-        ``allocate``, the idgen advanced past it and the id recorded as handed out)."""
-        out = {}
+        ``allocate``, the idgen that gave it advanced past it and the id recorded as handed out)."""
+        out, source = {}, self.idgen_of(v, c)
+        if allocate:
+            out.update({f"borrowed{i}": z3.Or(v[f"borrowed{i}"], z3.And(lid == i, source != c)) for i in IDS})
         for cl in (OLD, NEW):
-            here = c == cl
+            here, gave = c == cl, source == cl
             for i in IDS:
                 at = z3.And(here, lid == i)
                 out[f"has{cl}_{i}"] = z3.Or(v[f"has{cl}_{i}"], at)
@@ -229,10 +239,10 @@ class Pip477Steps(StepEncoding):
                 for j in range(ENTRIES):
                     out[f"e{cl}_{i}_{j}"] = z3.If(at, entries[j] if j < len(entries) else 0, v[f"e{cl}_{i}_{j}"])
                 if allocate:
-                    out[f"alloc{cl}_{i}"] = z3.Or(v[f"alloc{cl}_{i}"], at)
+                    out[f"alloc{cl}_{i}"] = z3.Or(v[f"alloc{cl}_{i}"], z3.And(gave, lid == i))
             if allocate:
                 key = "idgen_old" if cl == OLD else "idgen_new"
-                out[key] = z3.If(here, lid + 1, v[key])
+                out[key] = z3.If(gave, lid + 1, v[key])
         return out
 
     def copy_ledger(self, v, lid: int) -> dict:
@@ -281,9 +291,16 @@ class Pip477Steps(StepEncoding):
         out["register"] = (v["reg_new"] == 0, {"reg_new": STANDBY})
         held = [z3.Implies(v[f"has1_{lid}"], v["idgen_new"] > lid) for lid in IDS]
         precheck = z3.BoolVal(True) if self.variant == "mutant:no-precheck" else z3.And(*held)
+        serving = z3.Or(*[v[f"req{b}"] != NONE for b in self.brokers])  # the operator's one switch request
+        fence = "fence-old-idgen" in self.fixes
         for b in self.brokers:
-            out[f"switch({b})"] = (z3.And(v[f"up{b}"], z3.Not(v["directive"]), v["reg_new"] == STANDBY, precheck),
-                                   {"directive": True, "origin": b, "source": self.active_status(v)})
+            ready = z3.And(v[f"up{b}"], z3.Not(v["directive"]), v["reg_new"] == STANDBY)
+            if fence:
+                out[f"fence_idgen({b})"] = (z3.And(ready, z3.Not(serving)), {"fenced": True, f"req{b}": FENCED})
+            out[f"precheck({b})"] = (z3.And(ready, v[f"req{b}"] == FENCED if fence else z3.Not(serving), precheck),
+                                     {f"req{b}": CHECKED})
+            out[f"switch({b})"] = (z3.And(ready, v[f"req{b}"] == CHECKED),
+                                   {"directive": True, "origin": b, "source": self.active_status(v), f"req{b}": NONE})
             runs = z3.Or(v["origin"] == b, self.variant == "mutant:every-broker-orchestrates")
             out[f"watch({b})"] = (z3.And(v[f"up{b}"], v["directive"], v[f"epoch{b}"] < 1), {
                 f"active{b}": NEW, f"epoch{b}": 1, f"orch{b}": runs,
@@ -340,7 +357,7 @@ class Pip477Steps(StepEncoding):
 
     def forgotten(self, b: int) -> dict:
         """What broker ``b``'s restart loses of its metadata writes in flight."""
-        return {**self.unread(b), f"ps_l{b}": 0, f"ps_c{b}": 0, f"ps_v{b}": 0}
+        return {**self.unread(b), f"ps_l{b}": 0, f"ps_c{b}": 0, f"ps_v{b}": 0, f"req{b}": NONE}
 
     @staticmethod
     def unowned() -> dict:
@@ -748,6 +765,7 @@ class Pip477Steps(StepEncoding):
                v["reg_new"] == STATUS.get(s.registry.get("new"), 0),
                v["directive"] == (d is not None), v["source"] == (CLUSTER[d[3]] if d else 0),
                v["phase"] == (PHASE[p.phase] if p else 0), v["flips"] == (p.status_flips if p else 0),
+               v["fenced"] == s.fenced,
                v["idgen_old"] == s.idgen["old"], v["idgen_new"] == s.idgen["new"],
                v["alive_old"] == ("old" in s.alive), v["closed_old"] == ("old" in s.closed), v["mln"] == len(s.ml),
                v["cl"] == s.cursor.ledger, v["cmd"] == s.cursor.md, v["cattr"] == CLUSTER[s.cursor.props.get(ATTR_KEY)],
@@ -761,6 +779,7 @@ class Pip477Steps(StepEncoding):
                *[v[f"b_{k}"] == s.budget[k] for k in BUDGETS]]
         for b, x in enumerate(s.brokers):
             out += [v[f"up{b}"] == x.up, v[f"active{b}"] == CLUSTER[x.active], v[f"epoch{b}"] == x.epoch,
+                    v[f"req{b}"] == REQUEST[x.request],
                     v[f"orch{b}"] == x.orchestrator, v[f"pread{b}"] == (x.promote_read[0] if x.promote_read else -1),
                     v[f"pread_n{b}"] == (len(x.promote_read[1]) if x.promote_read else 0),
                     *self.locator(v, f"pread_{{}}{b}_{{}}", x.promote_read[1] if x.promote_read else ()),
@@ -791,6 +810,7 @@ class Pip477Steps(StepEncoding):
             for name in ("sent", "failed", "promoted", "fallback"):
                 out.append(v[f"{name}{lid}"] == (lid in getattr(p, name) if p else False))
             out += [v[f"f_{what}{lid}"] == ((what, lid) in s.failures) for what in FAILURES]
+            out.append(v[f"borrowed{lid}"] == (lid in s.borrowed))
             for c, key in ((OLD, "old"), (NEW, "new")):
                 held = s.bk[key].get(lid)
                 assert held is None or len(held) <= ENTRIES
@@ -825,10 +845,10 @@ encoding, disagreements = Pip477Steps.at, Pip477Steps.disagreements_of
 PRESETS = ("default", "legacy", "restart", "schema", "cursor", "cleanup", "idgen", "close", "close-restart",
            "sub-property", "rollback", "old-down")
 # the findings shown with their property checked on its own are checked so up to this length; past it, a run of
-# the explorer's length is found by one query (``run_of``): I2 at ``close``, 22 steps, in about 5 minutes (showing
+# the explorer's length is found by one query (``run_of``): I2 at ``close``, 23 steps, in about 5 minutes (showing
 # that none is shorter had not finished after 15)
 ALONE = 17
-LONG = {"close": ("I2", 22)}
+LONG = {"close": ("I2", 23), "close-restart": ("no-publish-pause", 18)}
 
 
 def run_of_explorers_length(preset: str) -> Verdict:
@@ -837,16 +857,20 @@ def run_of_explorers_length(preset: str) -> Verdict:
     if run is None:
         return Verdict(UNKNOWN, f"no run of exactly {length} steps breaks {prop} (checked on its own)")
     return Verdict(VIOLATED, f"{prop} in {length} steps (checked on its own): {', '.join(run)}")
-# the bounds whose whole verdicts are obligations, the variants checked there, and the explorer's depth there
-CASES = {"cleanup": (("as-written", "all-fixes"), 16)}
+
+
+def verdict(variant: str, preset: str) -> Verdict:
+    return encoding(variant, preset).verdict(explorer_depth("pip-477", preset, CASES[preset]) + 1)
+
+
+# the bounds whose whole verdicts are obligations, and the variants checked there
+CASES = {"cleanup": ("as-written", "all-fixes")}
 
 OBLIGATIONS = [
     Obligation("pip-477", f"steps-bounded-{preset}", f"each property's shortest breaking run of the whole model at "
-               f"the {preset} bounds, step for step (up to {depth + 1} steps: the explorer's depth plus one)",
-               SECTION,
-               lambda variant=variant, preset=preset, depth=depth: encoding(variant, preset).verdict(depth + 1),
-               (variant,), minutes=True)
-    for preset, (variants, depth) in CASES.items() for variant in variants
+               f"the {preset} bounds, step for step (up to the explorer's depth there plus one)", SECTION,
+               lambda variant=variant, preset=preset: verdict(variant, preset), (variant,), minutes=True)
+    for preset, variants in CASES.items() for variant in variants
 ] + [
     Obligation("pip-477", f"steps-run-{preset}", f"a run of the whole model at the {preset} bounds, step for step, of "
                f"the explorer's length ({length} steps) that breaks {prop} checked on its own", SECTION,

@@ -24,8 +24,8 @@ FIXES = {
                                     "BUILD copied it, and rolls a promoted cursor to a new ledger before its next "
                                     "markDelete",
     "single-cas-status-flip": "CLEANUP flips both cluster statuses in one metadata write",
-    "create-reads-directive": "a broker creates ledgers on the directive's target once a directive exists, even "
-                              "before its own watch fires",
+    "fence-old-idgen": "the switch request first fences the old cluster's idgen-long, then prechecks: a ledger "
+                       "created on the old cluster from then on takes its id from the new cluster's idgen",
     "close-after-data-expires": "close-client also waits until no ledger record still routes to the old cluster",
     "reserved-keys-rejected": "subscription-property writes under the reserved _pulsar. prefix are refused",
 }
@@ -87,7 +87,8 @@ class Pip477(ComposedModel):
     }
 
     sequence = {
-        "register": "Operator->>BrokerZK", "switch": "Operator->>Broker{broker}", "watch": "BrokerZK->>Broker{broker}",
+        "register": "Operator->>BrokerZK", "fence_idgen": "Operator->>Broker{broker}",
+        "precheck": "Operator->>Broker{broker}", "switch": "Broker{broker}->>BrokerZK", "watch": "BrokerZK->>Broker{broker}",
         "restart": "Broker{broker}->>BrokerZK", "close_client": "Operator->>BK_old", "old_down": "BK_old->>BK_old",
         "build": "Broker{broker}->>BK_new", "promote_schema_read": "Broker{broker}->>BrokerZK",
         "promote_schema_cas": "Broker{broker}->>BrokerZK", "promote_schema_conflict": "BrokerZK->>Broker{broker}",
@@ -119,7 +120,7 @@ class Pip477(ComposedModel):
                  "roll_ledger": cfg.roll or cfg.move or cfg.restart or cfg.old_down or cfg.close_client,
                  "trim_ledger": cfg.roll or cfg.move or cfg.restart or cfg.old_down or cfg.close_client,
                  "cursor_rollover": True, "mark_delete": True, "read_schema": True,
-                 "cleanup_status": "single-cas-status-flip" in fixed,
+                 "fence_idgen": "fence-old-idgen" in fixed, "cleanup_status": "single-cas-status-flip" in fixed,
                  "cleanup_status_old": "single-cas-status-flip" not in fixed,
                  "cleanup_status_new": "single-cas-status-flip" not in fixed}
         return sorted(n for n in self.action_labels if needs.get(n, True))
@@ -137,7 +138,7 @@ class Pip477(ComposedModel):
             schema=(IndexEntry(ledger=INITIAL_SCHEMA, entry=0, attr=OLD, schema_version=0, hash=INITIAL_SCHEMA),),
             schema_version=0, brokers=(Broker(),) * c.brokers, owner=0,
             own=Owned(write=(LEGACY_DATA, OLD), cursor=(INITIAL_CURSOR, OLD), info=cursor, md=0), rpc=(),
-            budget=FrozenMap({k: getattr(c, k) for k in BUDGETS}), msgs=(LEGACY_DATA,),
+            budget=FrozenMap({k: getattr(c, k) for k in BUDGETS}), fenced=False, msgs=(LEGACY_DATA,),
             allocated=FrozenMap({OLD: frozenset({1, 2, 3}), NEW: frozenset()}))]
 
     def is_terminal(self, state):

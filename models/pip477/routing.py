@@ -8,11 +8,7 @@ from .state import NEW, OLD, State
 
 
 def create_cluster(m, s: State, b: int) -> str:
-    """S1 ``activeBookKeeperSupplier``: the broker's ``activeClusterName``. Variant
-    create-reads-directive: the directive's target once one exists (the broker syncs and reads
-    the switch-target znode before creating a ledger)."""
-    if "create-reads-directive" in m.fixes and s.directive is not None:
-        return s.directive[0]
+    """S1 ``activeBookKeeperSupplier``: the broker's ``activeClusterName``."""
     return s.brokers[b].active
 
 
@@ -46,9 +42,9 @@ def readable(s: State, cluster: str, ledger: int, entries: int = 1) -> bool:
 
 
 def homes(s: State, ledger: int) -> set:
-    """The clusters a ledger belongs to: the one whose idgen created it, and the new cluster once
+    """The clusters a ledger belongs to: the one it was created on, and the new cluster once
     PROMOTE re-stamped it (a BUILD copy not yet promoted is dormant, not a home)."""
-    out = {c for c, ids in s.allocated.items() if ledger in ids}
+    out = {OLD} if ledger in s.borrowed else {c for c, ids in s.allocated.items() if ledger in ids}
     if s.progress is not None and ledger in s.progress.promoted:
         out.add(NEW)
     return out
@@ -76,12 +72,14 @@ def bk_delete(s: State, cluster: str, ledger: int) -> State:
 
 def allocate(s: State, cluster: str) -> tuple[State, int]:
     """``asyncCreateLedger``: the next id of the cluster's ``/ledgers/idgen-long`` (an id that a
-    BUILD copy already took is skipped, as BookKeeper retries a generated id that exists)."""
-    lid = s.idgen[cluster]
+    BUILD copy already took is skipped, as BookKeeper retries a generated id that exists). Fix
+    fence-old-idgen: once the old cluster's idgen is fenced, the new cluster's idgen gives the id."""
+    source = NEW if cluster == OLD and s.fenced else cluster
+    lid = s.idgen[source]
     while lid in s.bk[cluster]:
         lid += 1
-    s = replace(s, idgen=s.idgen.set(cluster, lid + 1),
-                allocated=s.allocated.set(cluster, s.allocated[cluster] | {lid}))
+    s = replace(s, idgen=s.idgen.set(source, lid + 1), allocated=s.allocated.set(source, s.allocated[source] | {lid}),
+                borrowed=s.borrowed | ({lid} if source != cluster else set()))
     return bk_put(s, cluster, lid, ()), lid
 
 

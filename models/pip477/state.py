@@ -67,7 +67,7 @@ class Progress:
 @attrs.frozen
 class Broker:
     """A broker's plugin memory: ``activeClusterName``, the directive epoch its watcher has
-    applied, whether it runs the orchestrator, and in-flight two-step metadata writes."""
+    applied, whether it runs the orchestrator, and in-flight multi-step requests and metadata writes."""
 
     up: bool = True
     active: str = OLD
@@ -75,6 +75,7 @@ class Broker:
     orchestrator: bool = False
     put_schema: tuple | None = None  # (ledger created, cluster, locator version read)
     promote_read: int | None = None  # orchestrator: the locator version PROMOTE read
+    request: str | None = None  # the POST /switch it serves: "fenced" (fix fence-old-idgen), then "checked"
 
 
 @attrs.frozen
@@ -108,9 +109,11 @@ class State:
     own: Owned | None
     rpc: tuple  # promote-cursor requests in flight: (expectedCursorsLedgerId, target)
     budget: FrozenMap  # how many of each environment event are left
+    fenced: bool  # fix fence-old-idgen: the old cluster's idgen-long hands out no more ids
     # ghosts
     msgs: tuple  # the ledger each acknowledged message was appended to, in publish order
     allocated: FrozenMap  # cluster -> ledger ids its idgen handed out
+    borrowed: frozenset = frozenset()  # ids the new cluster's idgen handed out for ledgers created on the old one
     consumed: int = 0  # messages the consumer has received
     acked_md: int = 0  # the markDelete position last confirmed persisted to the consumer
     schemas_acked: int = 1  # putSchema calls acknowledged (version 0 is there from the start)

@@ -1,5 +1,5 @@
-"""The operator and the brokers' plugin: registration, the switch trigger with its inline
-precheck, directive watches, broker restarts, closing the old client, and the old cluster
+"""The operator and the brokers' plugin: registration, the switch request (its inline precheck,
+then the directive's write), directive watches, broker restarts, closing the old client, and the old cluster
 going down (PIP-477 "Switch Phases", "Wiring on Broker Start", Phases 1-3 and 6.3,
 Rollout "Scenario A")."""
 from __future__ import annotations
@@ -30,11 +30,18 @@ def open_handles(s: State) -> set:
 def actions(m, s: State):
     if NEW not in s.registry:
         yield act("register")
+    serving = any(x.request is not None for x in s.brokers)  # the operator's one switch request
+    fence = "fence-old-idgen" in m.fixes
     for b, x in enumerate(s.brokers):
         if not x.up:
             continue
-        if s.directive is None and s.registry.get(NEW) == STANDBY and precheck(m, s):
-            yield act("switch", broker=b)
+        if s.directive is None and s.registry.get(NEW) == STANDBY:
+            if fence and not serving:
+                yield act("fence_idgen", broker=b)
+            if (x.request == "fenced" if fence else not serving) and idgen_advanced(m, s):
+                yield act("precheck", broker=b)
+            if x.request == "checked":
+                yield act("switch", broker=b)
         if s.directive is not None and x.epoch < s.directive[2]:
             yield act("watch", broker=b)
         if left(s, "restart"):
@@ -46,9 +53,9 @@ def actions(m, s: State):
         yield act("old_down")
 
 
-def precheck(m, s: State) -> bool:
+def idgen_advanced(m, s: State) -> bool:
     """Phase 2 (I11): "the new cluster's ``/ledgers/idgen-long`` is advanced beyond
-    ``max(ledgerId)`` of the source cluster"; a failure is HTTP 409 and changes nothing."""
+    ``max(ledgerId)`` of the source cluster"."""
     if m.config.variant == "mutant:no-precheck":
         return True
     return s.idgen[NEW] > max(s.bk[OLD].keys(), default=0)
@@ -72,12 +79,34 @@ def register(m, s: State, a):
     return replace(s, registry=s.registry.set(NEW, STANDBY))
 
 
+def serve(s: State, b: int, request: str | None) -> State:
+    return replace(s, brokers=put(s.brokers, b, replace(s.brokers[b], request=request)))
+
+
+def fence_idgen(m, s: State, a):
+    """Fix fence-old-idgen, the switch request's first step: the receiving broker fences the old
+    cluster's ``/ledgers/idgen-long``. From then on a ledger created on the old cluster takes its id
+    from the new cluster's idgen (``asyncCreateLedgerAdv`` with it), so the ``max(ledgerId)`` the
+    precheck reads next is final. The fence is durable; a restart loses only the request."""
+    return serve(replace(s, fenced=True), a.param("broker"), "fenced")
+
+
+def precheck(m, s: State, a):
+    """Phase 2, Phase 3: "``POST /switch`` invokes precheck inline": the receiving broker reads the
+    new cluster's idgen and ``max(ledgerId)`` of the source cluster and finds the idgen advanced (a
+    failure returns HTTP 409 and changes nothing: not a step). The directive is written in a later
+    step; ledgers the old cluster creates in between are not in what it read, and a restart in
+    between loses the request (the operator's call fails)."""
+    return serve(s, a.param("broker"), "checked")
+
+
 def switch(m, s: State, a):
     """Phase 3: the receiving broker (origin) writes ``/admin/bookie-clusters/switch-target``
-    ``{target, origin, epoch}`` after the inline precheck; the cluster active before is kept as
+    ``{target, origin, epoch}`` and answers the operator; the cluster active before is kept as
     the switch's source."""
+    b = a.param("broker")
     source = next(c for c, st in s.registry.items() if st == ACTIVE)
-    return replace(s, directive=(NEW, a.param("broker"), 1, source))
+    return replace(serve(s, b, None), directive=(NEW, b, 1, source))
 
 
 def watch(m, s: State, a):
@@ -129,5 +158,5 @@ def old_down(m, s: State, a):
     return spend(replace(s, alive=s.alive - {OLD}), "old_down")
 
 
-APPLY = {"register": register, "switch": switch, "watch": watch, "restart": restart,
+APPLY = {"register": register, "fence_idgen": fence_idgen, "precheck": precheck, "switch": switch, "watch": watch, "restart": restart,
          "close_client": close_client, "old_down": old_down}
