@@ -4,6 +4,7 @@ plan promise users."""
 from __future__ import annotations
 
 from pulsar_verify.model import PropertySet
+from pulsar_verify.models.pip477.model import Pip477
 from pulsar_verify.models.pip477.proto import survives_old_broker
 from pulsar_verify.models.pip477.routing import create_cluster, creatable, records, resolve
 from pulsar_verify.models.pip477.state import ACTIVE, ATTR_KEY, LEGACY_DATA, NEW, OLD
@@ -167,3 +168,19 @@ P.invariant("no-publish-pause", "The topic owner can always write unless the clu
 P.action_property("rollback-keeps-business-znodes", "ROLLBACK leaves the business fields of the ledger list, cursor "
                   "and schema znodes byte-for-byte unchanged",
                   "Rollout P6: 'Broker-ZK business znodes byte-for-byte unchanged'; Phase 7")(rollback_keeps_business)
+
+
+def switch_unfinished(m, s):
+    return s.directive is not None and (s.progress is None or s.progress.phase not in ("done", "rolled-back"))
+
+
+# Weak fairness: the brokers' plugin and orchestrator steps, watch delivery, the owner's handler and topic loads;
+# not what the operator, clients and failures do.
+ENVIRONMENT = {"register", "fence_idgen", "precheck", "restart", "old_down", "close_client", "start_rollback",
+               "publish", "roll_ledger", "open_ledger", "read_entry", "mark_delete", "cursor_rollover",
+               "set_sub_property", "put_schema_start", "read_schema", "trim_ledger", "unload_topic"}
+P.leads_to("switch-completes", "A switch the operator triggered ends: the orchestrator reaches DONE (with or "
+           "without failures), or ROLLED_BACK after the operator's rollback",
+           "Switch Phases: 'BUILD_PROMOTE_CLEANUP ... DONE / DONE_WITH_FAILURES'; Phase 7",
+           trigger=switch_unfinished, goal=lambda m, s: not switch_unfinished(m, s),
+           fair=tuple(sorted(set(Pip477.action_labels) - ENVIRONMENT)))

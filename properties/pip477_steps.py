@@ -312,7 +312,8 @@ class Pip477Steps(StepEncoding):
                 active = z3.If(v["directive"], NEW, active)
             for b in self.brokers:
                 runs = z3.And(v["directive"], v["origin"] == b, z3.Or(
-                    v["phase"] == 0, v["phase"] == BUILD, v["phase"] == CLEANUP, v["phase"] == ROLLBACK))
+                    v["phase"] == 0, v["phase"] == BUILD, v["phase"] == CLEANUP, v["phase"] == ROLLBACK),
+                    self.variant != "mutant:orchestrator-not-resumed")
                 owned_here = z3.And(v["owned"], v["owner"] == b)
                 out[f"restart({b})"] = (z3.And(v[f"up{b}"], v["b_restart"] > 0), {
                     "reg_old": z3.If(none_active, ACTIVE, v["reg_old"]), f"active{b}": active,

@@ -41,6 +41,7 @@ BROKEN = {
     "position-not-rewound": ("as-written", "cursor"),
     "no-publish-pause": ("as-written", "close-restart"),
     "rollback-keeps-business-znodes": ("mutant:rollback-resets-hash", "rollback"),
+    "switch-completes": ("mutant:orchestrator-not-resumed", "restart"),
 }
 
 

@@ -44,6 +44,8 @@ MUTANTS = {
     "mutant:no-precheck": "the switch skips the idgen precheck (checks I11)",
     "mutant:coordinator-promotes-cursor": "the orchestrator CASes cursor znodes itself (checks I13)",
     "mutant:every-broker-orchestrates": "every broker starts an orchestrator on the directive (checks I14)",
+    "mutant:orchestrator-not-resumed": "a restarted origin broker does not resume its orchestrator (checks "
+                                       "switch-completes)",
     "mutant:constructor-bk": "topic load opens the last ledger with the broker's start-up client (checks I15)",
 }
 BUDGETS = ("publish", "roll", "put_schema", "move", "restart", "old_down", "rollback", "sub_property",

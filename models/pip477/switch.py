@@ -138,7 +138,8 @@ def restart(m, s: State, a):
     d = s.directive
     if d is not None and "recover-from-directive" in m.fixes:
         active = d[0]
-    runs = d is not None and d[1] == b and (s.progress is None or s.progress.phase in ("build", "cleanup", "rollback"))
+    runs = (d is not None and d[1] == b and (s.progress is None or s.progress.phase in ("build", "cleanup", "rollback"))
+            and m.config.variant != "mutant:orchestrator-not-resumed")
     x = Broker(active=active, epoch=d[2] if d is not None else 0, orchestrator=runs)
     s = spend(replace(s, brokers=put(s.brokers, b, x)), "restart")
     if runs and s.progress is None:
