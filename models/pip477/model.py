@@ -24,9 +24,11 @@ FIXES = {
                                     "BUILD copied it, and rolls a promoted cursor to a new ledger before its next "
                                     "markDelete",
     "single-cas-status-flip": "CLEANUP flips both cluster statuses in one metadata write",
-    "fence-old-idgen": "the switch request first fences the old cluster's idgen-long, then prechecks: a ledger "
-                       "created on the old cluster from then on takes its id from the new cluster's idgen",
+    "fence-old-idgen": "the switch request first fences the old cluster's idgen-long at its next id, then advances "
+                       "the new cluster's idgen past it (instead of only checking): a ledger created on the old "
+                       "cluster from then on takes its id from the new cluster's idgen, past the fence",
     "close-after-data-expires": "close-client also waits until no ledger record still routes to the old cluster",
+    "close-after-brokers-switched": "close-client also waits until every running broker has applied the directive",
     "reserved-keys-rejected": "subscription-property writes under the reserved _pulsar. prefix are refused",
 }
 MUTANTS = {
@@ -83,6 +85,7 @@ class Pip477(ComposedModel):
         "idgen": {"roll": 1, "put_schema": 1},
         "close": {"close_client": 1, "brokers": 1, "publish": 1, "roll": 1},
         "close-restart": {"close_client": 1, "brokers": 1, "restart": 1, "roll": 1},
+        "close-lagging": {"close_client": 1, "brokers": 2, "move": 1},
         "sub-property": {"sub_property": 1, "move": 1, "brokers": 1},
         "rollback": {"rollback": 1, "brokers": 1, "move": 1},
         "old-down": {"old_down": 1, "brokers": 1, "move": 1},
@@ -140,7 +143,7 @@ class Pip477(ComposedModel):
             schema=(IndexEntry(ledger=INITIAL_SCHEMA, entry=0, attr=OLD, schema_version=0, hash=INITIAL_SCHEMA),),
             schema_version=0, brokers=(Broker(),) * c.brokers, owner=0,
             own=Owned(write=(LEGACY_DATA, OLD), cursor=(INITIAL_CURSOR, OLD), info=cursor, md=0), rpc=(),
-            budget=FrozenMap({k: getattr(c, k) for k in BUDGETS}), fenced=False, msgs=(LEGACY_DATA,),
+            budget=FrozenMap({k: getattr(c, k) for k in BUDGETS}), fenced=None, msgs=(LEGACY_DATA,),
             allocated=FrozenMap({OLD: frozenset({1, 2, 3}), NEW: frozenset()}))]
 
     def is_terminal(self, state):

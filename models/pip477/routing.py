@@ -73,9 +73,10 @@ def bk_delete(s: State, cluster: str, ledger: int) -> State:
 def allocate(s: State, cluster: str) -> tuple[State, int]:
     """``asyncCreateLedger``: the next id of the cluster's ``/ledgers/idgen-long`` (an id that a
     BUILD copy already took is skipped, as BookKeeper retries a generated id that exists). Fix
-    fence-old-idgen: once the old cluster's idgen is fenced, the new cluster's idgen gives the id."""
-    source = NEW if cluster == OLD and s.fenced else cluster
-    lid = s.idgen[source]
+    fence-old-idgen: once the old cluster's idgen is fenced, the new cluster's idgen gives the id, past
+    the fence (the creating broker advances it there first if it is behind)."""
+    source = NEW if cluster == OLD and s.fenced is not None else cluster
+    lid = s.idgen[source] if source == cluster else max(s.idgen[source], s.fenced)
     while lid in s.bk[cluster]:
         lid += 1
     s = replace(s, idgen=s.idgen.set(source, lid + 1), allocated=s.allocated.set(source, s.allocated[source] | {lid}),

@@ -109,7 +109,7 @@ class State:
     own: Owned | None
     rpc: tuple  # promote-cursor requests in flight: (expectedCursorsLedgerId, target)
     budget: FrozenMap  # how many of each environment event are left
-    fenced: bool  # fix fence-old-idgen: the old cluster's idgen-long hands out no more ids
+    fenced: int | None  # fix fence-old-idgen: the old cluster's idgen-long, fenced at this next id
     # ghosts
     msgs: tuple  # the ledger each acknowledged message was appended to, in publish order
     allocated: FrozenMap  # cluster -> ledger ids its idgen handed out

@@ -38,7 +38,7 @@ def actions(m, s: State):
         if s.directive is None and s.registry.get(NEW) == STANDBY:
             if fence and not serving:
                 yield act("fence_idgen", broker=b)
-            if (x.request == "fenced" if fence else not serving) and idgen_advanced(m, s):
+            if (x.request == "fenced") if fence else (not serving and idgen_advanced(m, s)):
                 yield act("precheck", broker=b)
             if x.request == "checked":
                 yield act("switch", broker=b)
@@ -64,10 +64,13 @@ def idgen_advanced(m, s: State) -> bool:
 def close_allowed(m, s: State) -> bool:
     """Phase 6.3 / I5: "Old BK client closure must be preceded by confirmation of no active
     reads". Variant close-after-data-expires: also no ledger record still routes to the old
-    cluster (its topic data has not aged out)."""
+    cluster (its topic data has not aged out); close-after-brokers-switched: also every running
+    broker has applied the directive (its watch fired, or it restarted since)."""
     if m.config.variant == "mutant:close-without-drain":
         return True
     if OLD in open_handles(s):
+        return False
+    if "close-after-brokers-switched" in m.fixes and any(x.up and x.epoch < s.directive[2] for x in s.brokers):
         return False
     if "close-after-data-expires" in m.fixes:
         return all(resolve(m, s, attr, 0) != OLD for _, _, attr in records(s))
@@ -85,10 +88,10 @@ def serve(s: State, b: int, request: str | None) -> State:
 
 def fence_idgen(m, s: State, a):
     """Fix fence-old-idgen, the switch request's first step: the receiving broker fences the old
-    cluster's ``/ledgers/idgen-long``. From then on a ledger created on the old cluster takes its id
-    from the new cluster's idgen (``asyncCreateLedgerAdv`` with it), so the ``max(ledgerId)`` the
-    precheck reads next is final. The fence is durable; a restart loses only the request."""
-    return serve(replace(s, fenced=True), a.param("broker"), "fenced")
+    cluster's ``/ledgers/idgen-long`` at its next id. From then on a ledger created on the old cluster
+    takes its id from the new cluster's idgen, past the fence (``asyncCreateLedgerAdv`` with it), so
+    the old cluster's ids are final. The fence is durable; a restart loses only the request."""
+    return serve(replace(s, fenced=s.idgen[OLD] if s.fenced is None else s.fenced), a.param("broker"), "fenced")
 
 
 def precheck(m, s: State, a):
@@ -96,7 +99,11 @@ def precheck(m, s: State, a):
     new cluster's idgen and ``max(ledgerId)`` of the source cluster and finds the idgen advanced (a
     failure returns HTTP 409 and changes nothing: not a step). The directive is written in a later
     step; ledgers the old cluster creates in between are not in what it read, and a restart in
-    between loses the request (the operator's call fails)."""
+    between loses the request (the operator's call fails). Fix fence-old-idgen: instead of only
+    checking, the broker advances the new cluster's idgen to the fence (a write of that cluster's
+    metadata store; mutant no-precheck skips it)."""
+    if s.fenced is not None and m.config.variant != "mutant:no-precheck":
+        s = replace(s, idgen=s.idgen.set(NEW, max(s.idgen[NEW], s.fenced)))
     return serve(s, a.param("broker"), "checked")
 
 
