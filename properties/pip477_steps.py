@@ -1,7 +1,7 @@
 """Bounded model checking of PIP-477 step for step, with up to two brokers and putSchema calls
-(every bound set): each action of ``models/pip477`` (registration,
-the switch request's precheck and directive write (and, fixed, the idgen fence first), the directive watch, restarts, closing the old client, the old
-cluster going down;
+(every bound set): each action of ``models/pip477`` (registration, the switch request's precheck
+and directive write (and, fixed, the idgen fence first), the directive watch, restarts, closing
+the old client, the old cluster going down;
 BUILD, schema PROMOTE's read and CAS, cursor PROMOTE's RPC and the owner's handler, CLEANUP's
 deletes and status flips, ROLLBACK; publish, rollover, reads, markDelete, cursor rollover,
 retention, subscription properties, topic unload and load) is one transition formula, its guard
@@ -79,7 +79,8 @@ class Pip477Steps(StepEncoding):
                 "acked_md", "zk", "fence_at"]
         bools = ["directive", "alive_old", "closed_old", "owned", "o_roll", "fenced"]
         for b in self.brokers:
-            ints += [f"active{b}", f"epoch{b}", f"req{b}", f"pread{b}", f"pread_n{b}", f"ps_l{b}", f"ps_c{b}", f"ps_v{b}"]
+            ints += [f"active{b}", f"epoch{b}", f"req{b}", f"pread{b}", f"pread_n{b}"]
+            ints += [f"ps_l{b}", f"ps_c{b}", f"ps_v{b}"]
             ints += [f"pread_{x}{b}_{i}" for x in ("l", "attr", "hash") for i in self.schemas]
             bools += [f"up{b}", f"orch{b}"]
         ints += [f"b_{k}" for k in BUDGETS] + [f"cur{i}" for i in range(2)]
@@ -101,7 +102,8 @@ class Pip477Steps(StepEncoding):
         c = self.config
         initial = {1: (0,), 2: (0,), 3: (SCHEMA_LEDGER,)}
         out = [v["reg_old"] == ACTIVE, v["reg_new"] == 0, z3.Not(v["directive"]), v["source"] == 0, v["phase"] == 0,
-               v["flips"] == 0, z3.Not(v["fenced"]), v["fence_at"] == 0, v["idgen_old"] == 4, v["idgen_new"] == c.new_idgen, v["alive_old"],
+               v["flips"] == 0, z3.Not(v["fenced"]), v["fence_at"] == 0, v["idgen_old"] == 4,
+               v["idgen_new"] == c.new_idgen, v["alive_old"],
                z3.Not(v["closed_old"]), v["mln"] == 1, v["ml0"] == 1, v["mla0"] == (0 if c.legacy else OLD),
                v["cl"] == 2, v["cmd"] == 0, v["cattr"] == OLD, v["cuser"] == A, v["cver"] == 0, v["sver"] == 0,
                v["sn"] == 1, v["sacked"] == 1,

@@ -93,7 +93,8 @@ class Pip477(ComposedModel):
 
     sequence = {
         "register": "Operator->>BrokerZK", "fence_idgen": "Operator->>Broker{broker}",
-        "precheck": "Operator->>Broker{broker}", "switch": "Broker{broker}->>BrokerZK", "watch": "BrokerZK->>Broker{broker}",
+        "precheck": "Operator->>Broker{broker}", "switch": "Broker{broker}->>BrokerZK",
+        "watch": "BrokerZK->>Broker{broker}",
         "restart": "Broker{broker}->>BrokerZK", "close_client": "Operator->>BK_old", "old_down": "BK_old->>BK_old",
         "build": "Broker{broker}->>BK_new", "promote_schema_read": "Broker{broker}->>BrokerZK",
         "promote_schema_cas": "Broker{broker}->>BrokerZK", "promote_schema_conflict": "BrokerZK->>Broker{broker}",

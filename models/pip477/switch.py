@@ -1,6 +1,6 @@
 """The operator and the brokers' plugin: registration, the switch request (its inline precheck,
-then the directive's write), directive watches, broker restarts, closing the old client, and the old cluster
-going down (PIP-477 "Switch Phases", "Wiring on Broker Start", Phases 1-3 and 6.3,
+then the directive's write), directive watches, broker restarts, closing the old client, and the
+old cluster going down (PIP-477 "Switch Phases", "Wiring on Broker Start", Phases 1-3 and 6.3,
 Rollout "Scenario A")."""
 from __future__ import annotations
 
@@ -166,5 +166,5 @@ def old_down(m, s: State, a):
     return spend(replace(s, alive=s.alive - {OLD}), "old_down")
 
 
-APPLY = {"register": register, "fence_idgen": fence_idgen, "precheck": precheck, "switch": switch, "watch": watch, "restart": restart,
-         "close_client": close_client, "old_down": old_down}
+APPLY = {"register": register, "fence_idgen": fence_idgen, "precheck": precheck, "switch": switch, "watch": watch,
+         "restart": restart, "close_client": close_client, "old_down": old_down}
