@@ -89,7 +89,9 @@ class Pip477(ComposedModel):
         "sub-property": {"sub_property": 1, "move": 1, "brokers": 1},
         "rollback": {"rollback": 1, "brokers": 1, "move": 1},
         "old-down": {"old_down": 1, "brokers": 1, "move": 1},
+        "two-brokers-close": {"brokers": 2, "move": 1, "close_client": 1, "publish": 1, "roll": 1},
     }
+    large_presets = ("two-brokers-close",)
 
     sequence = {
         "register": "Operator->>BrokerZK", "fence_idgen": "Operator->>Broker{broker}",
