@@ -16,8 +16,7 @@ are arrays with a length. The schema locator is an array of index entries (ledge
 entry ``i`` is schema version ``i``), version 0 in ledger 3 from the start, one more per putSchema.
 Each broker has its plugin memory (up, active cluster, directive epoch, orchestrator, the switch request
 it serves, PROMOTE's read of the whole locator, its putSchema in flight: ledger, cluster, locator version
-read); the
-owner is a broker number, and what the owner does is one action per broker.
+read); the owner is a broker number, and what the owner does is one action per broker.
 Statuses: 0 none, ``ACTIVE``, ``STANDBY``, ``DEPRECATED``; clusters: 0 none, ``OLD``, ``NEW``
 (and ``USER``, what a user wrote under the attribution key, I16).
 
@@ -218,10 +217,14 @@ class Pip477Steps(StepEncoding):
         the old cluster once its idgen is fenced."""
         return z3.If(z3.And(c == OLD, v["fenced"]), NEW, c)
 
+    @staticmethod
+    def past_fence(v):
+        """The new cluster's idgen advanced to the old cluster's fence."""
+        return z3.If(v["idgen_new"] < v["fence_at"], v["fence_at"], v["idgen_new"])
+
     def allocated(self, v, c):
         """The id ``allocate`` takes on ``c``: the idgen's next, skipping ids the cluster holds."""
-        past_fence = z3.If(v["idgen_new"] < v["fence_at"], v["fence_at"], v["idgen_new"])
-        idgen = z3.If(self.idgen_of(v, c) == OLD, v["idgen_old"], z3.If(c == OLD, past_fence, v["idgen_new"]))
+        idgen = z3.If(self.idgen_of(v, c) == OLD, v["idgen_old"], z3.If(c == OLD, self.past_fence(v), v["idgen_new"]))
         out = z3.IntVal(MAXID + 1)
         for step in reversed(range(MAXID)):
             out = z3.If(z3.Not(self.has(v, c, idgen + step)), idgen + step, out)
@@ -301,8 +304,7 @@ class Pip477Steps(StepEncoding):
             if fence:
                 out[f"fence_idgen({b})"] = (z3.And(ready, z3.Not(serving)), {
                     "fenced": True, "fence_at": z3.If(v["fenced"], v["fence_at"], v["idgen_old"]), f"req{b}": FENCED})
-                advance = {} if self.variant == "mutant:no-precheck" else {
-                    "idgen_new": z3.If(v["idgen_new"] < v["fence_at"], v["fence_at"], v["idgen_new"])}
+                advance = {} if self.variant == "mutant:no-precheck" else {"idgen_new": self.past_fence(v)}
                 out[f"precheck({b})"] = (z3.And(ready, v[f"req{b}"] == FENCED), {f"req{b}": CHECKED, **advance})
             else:
                 out[f"precheck({b})"] = (z3.And(ready, z3.Not(serving), precheck), {f"req{b}": CHECKED})

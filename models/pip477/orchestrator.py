@@ -6,10 +6,10 @@ five-retry bound is never reached at the model's bounds)."""
 from __future__ import annotations
 
 from pulsar_verify.model import act
-from pulsar_verify.values import FrozenMap, put, replace
+from pulsar_verify.values import FrozenMap, replace
 
 from .routing import allocate, bk_delete, bk_put, readable, source_of
-from .state import ACTIVE, ATTR_KEY, DEPRECATED, NEW, OLD, State
+from .state import ACTIVE, ATTR_KEY, DEPRECATED, NEW, OLD, State, with_broker
 
 
 def candidates(s: State):
@@ -94,10 +94,6 @@ def _progress(s: State, **changes) -> State:
     return replace(s, progress=replace(s.progress, **changes))
 
 
-def _broker(s: State, b: int, **changes) -> State:
-    return replace(s, brokers=put(s.brokers, b, replace(s.brokers[b], **changes)))
-
-
 def build(m, s: State, a):
     """Phase 4 BUILD of one ledger: ``copyLedgerPreservingIds`` -- ``asyncCreateLedgerAdv(ledgerId)``
     on the new cluster, entries ``[0, lastAddConfirmed]`` with the same entry ids. On
@@ -123,7 +119,7 @@ def build(m, s: State, a):
 
 def promote_schema_read(m, s: State, a):
     """Schema PROMOTE: ``(locator, version) = brokerZk.getWithVersion("/schemas/<schemaId>")``."""
-    return _broker(s, a.param("broker"), promote_read=(s.schema_version, s.schema))
+    return with_broker(s, a.param("broker"), promote_read=(s.schema_version, s.schema))
 
 
 def flip(entries: tuple, ledgers: set, to: str, mutant: bool = False) -> tuple:
@@ -144,12 +140,12 @@ def promote_schema_cas(m, s: State, a):
     s = replace(s, schema=flip(read, ledgers, NEW, m.config.variant == "mutant:promote-resets-hash"),
                 schema_version=s.schema_version + 1, zk_writes=s.zk_writes + blind)
     s = _progress(s, promoted=s.progress.promoted | ledgers)
-    return _broker(s, b, promote_read=None)
+    return with_broker(s, b, promote_read=None)
 
 
 def promote_schema_conflict(m, s: State, a):
     """Schema PROMOTE: ``catch (BadVersionException) { continue; }`` -- back to the read."""
-    return _broker(s, a.param("broker"), promote_read=None)
+    return with_broker(s, a.param("broker"), promote_read=None)
 
 
 def promote_cursor_send(m, s: State, a):

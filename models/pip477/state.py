@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import attrs
 
-from pulsar_verify.values import FrozenMap
+from pulsar_verify.values import FrozenMap, put, replace
 
 OLD, NEW = "old", "new"
 ACTIVE, STANDBY, DEPRECATED = "ACTIVE", "STANDBY", "DEPRECATED"
@@ -119,3 +119,8 @@ class State:
     schemas_acked: int = 1  # putSchema calls acknowledged (version 0 is there from the start)
     failures: frozenset = frozenset()  # (what, ledger) reads that failed although the data is on a live cluster
     zk_writes: int = 0  # Broker-ZK writes made without a version check (I3)
+
+
+def with_broker(s: State, b: int, **changes) -> State:
+    """``s`` with broker ``b``'s memory changed."""
+    return replace(s, brokers=put(s.brokers, b, replace(s.brokers[b], **changes)))

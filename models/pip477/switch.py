@@ -8,7 +8,7 @@ from pulsar_verify.model import act
 from pulsar_verify.values import put, replace
 
 from .routing import records, resolve
-from .state import ACTIVE, NEW, OLD, STANDBY, Broker, Progress, State
+from .state import ACTIVE, NEW, OLD, STANDBY, Broker, Progress, State, with_broker
 
 
 def spend(s: State, what: str) -> State:
@@ -82,16 +82,13 @@ def register(m, s: State, a):
     return replace(s, registry=s.registry.set(NEW, STANDBY))
 
 
-def serve(s: State, b: int, request: str | None) -> State:
-    return replace(s, brokers=put(s.brokers, b, replace(s.brokers[b], request=request)))
-
-
 def fence_idgen(m, s: State, a):
     """Fix fence-old-idgen, the switch request's first step: the receiving broker fences the old
     cluster's ``/ledgers/idgen-long`` at its next id. From then on a ledger created on the old cluster
     takes its id from the new cluster's idgen, past the fence (``asyncCreateLedgerAdv`` with it), so
     the old cluster's ids are final. The fence is durable; a restart loses only the request."""
-    return serve(replace(s, fenced=s.idgen[OLD] if s.fenced is None else s.fenced), a.param("broker"), "fenced")
+    return with_broker(replace(s, fenced=s.idgen[OLD] if s.fenced is None else s.fenced), a.param("broker"),
+                       request="fenced")
 
 
 def precheck(m, s: State, a):
@@ -104,7 +101,7 @@ def precheck(m, s: State, a):
     metadata store; mutant no-precheck skips it)."""
     if s.fenced is not None and m.config.variant != "mutant:no-precheck":
         s = replace(s, idgen=s.idgen.set(NEW, max(s.idgen[NEW], s.fenced)))
-    return serve(s, a.param("broker"), "checked")
+    return with_broker(s, a.param("broker"), request="checked")
 
 
 def switch(m, s: State, a):
@@ -113,7 +110,7 @@ def switch(m, s: State, a):
     the switch's source."""
     b = a.param("broker")
     source = next(c for c, st in s.registry.items() if st == ACTIVE)
-    return replace(serve(s, b, None), directive=(NEW, b, 1, source))
+    return replace(with_broker(s, b, request=None), directive=(NEW, b, 1, source))
 
 
 def watch(m, s: State, a):
