@@ -6,7 +6,7 @@ from __future__ import annotations
 from pulsar_verify.model import PropertySet
 from pulsar_verify.models.pip477.model import Pip477
 from pulsar_verify.models.pip477.proto import survives_old_broker
-from pulsar_verify.models.pip477.routing import create_cluster, creatable, records, resolve
+from pulsar_verify.models.pip477.routing import create_cluster, creatable, readable, records, resolve
 from pulsar_verify.models.pip477.state import ACTIVE, ATTR_KEY, LEGACY_DATA, NEW, OLD
 from pulsar_verify.models.pip477.switch import open_handles
 from pulsar_verify.models.pip477.traffic import writable
@@ -113,6 +113,13 @@ def no_publish_pause(m, s):
     return o is None or writable(s, o.write) or creatable(m, s, s.owner) or create_cluster(m, s, s.owner) not in s.alive
 
 
+def rollback_keeps_reads(m, s, a, t):
+    if a.name not in ("rollback_schema", "promote_cursor_handle"):
+        return True
+    back = {lid for _, lid, attr in records(s) if attr == NEW} - {lid for _, lid, attr in records(t) if attr == NEW}
+    return all(readable(s, OLD, lid) for lid in back)
+
+
 def rollback_keeps_business(m, s, a, t):
     if s.progress is None or s.progress.phase != "rollback" or a.name not in ("rollback_schema", "rollback_delete",
                                                                              "promote_cursor_handle", "rollback_done"):
@@ -168,6 +175,11 @@ P.invariant("no-publish-pause", "The topic owner can always write unless the clu
 P.action_property("rollback-keeps-business-znodes", "ROLLBACK leaves the business fields of the ledger list, cursor "
                   "and schema znodes byte-for-byte unchanged",
                   "Rollout P6: 'Broker-ZK business znodes byte-for-byte unchanged'; Phase 7")(rollback_keeps_business)
+
+P.action_property("rollback-keeps-reads", "ROLLBACK routes a ledger back to the old cluster only where the old "
+                  "cluster can serve it when the flip is made: a schema or cursor readable on its new copy stays "
+                  "readable", "Rollout P5 (Scenario A, old cluster down): 'Already-migrated Schema/Cursor still "
+                  "readable'; P6: 'reads route back to old cluster'; Phase 7")(rollback_keeps_reads)
 
 
 def switch_unfinished(m, s):

@@ -45,7 +45,7 @@ FAILURES = ("data", "cursor", "schema")
 IDS = tuple(range(1, MAXID + 1))
 INVARIANTS = ("I1", "I2", "I3", "I6", "I7", "I8", "I11", "I12", "I13", "I16", "position-not-rewound",
               "no-publish-pause")
-ACTIONS = ("I4", "I5", "I9", "I10", "I14", "I15", "rollback-keeps-business-znodes")
+ACTIONS = ("I4", "I5", "I9", "I10", "I14", "I15", "rollback-keeps-reads", "rollback-keeps-business-znodes")
 SECTION = ("PIP-477 Switch Phases 1-7 (BUILD, PROMOTE, CLEANUP, ROLLBACK), Write-Path Stamping, Read-Path "
            "Routing, Wiring on Broker Start, Data Plane Continuity, Critical Invariants I1-I16")
 
@@ -90,7 +90,8 @@ class Pip477Steps(StepEncoding):
             ints += [f"rpc{i}_l", f"rpc{i}_t"]
         for lid in IDS:
             ints += [f"built{lid}"]
-            bools += [f"sent{lid}", f"failed{lid}", f"promoted{lid}", f"fallback{lid}", f"borrowed{lid}"]
+            bools += [f"sent{lid}", f"failed{lid}", f"promoted{lid}", f"reverted{lid}", f"fallback{lid}",
+                      f"borrowed{lid}"]
             for c in (OLD, NEW):
                 bools += [f"has{c}_{lid}", f"alloc{c}_{lid}"]
                 ints += [f"n{c}_{lid}"] + [f"e{c}_{lid}_{j}" for j in range(ENTRIES)]
@@ -121,7 +122,7 @@ class Pip477Steps(StepEncoding):
                *[v[f"rpc{i}_{x}"] == 0 for i in range(RPCS) for x in "lt"]]
         for lid in IDS:
             out += [v[f"built{lid}"] == -1, *[z3.Not(v[f"{p}{lid}"]) for p in ("sent", "failed", "promoted",
-                                                                                   "fallback", "borrowed")],
+                                                                                   "reverted", "fallback", "borrowed")],
                     *[z3.Not(v[f"f_{what}{lid}"]) for what in FAILURES]]
             for cl in (OLD, NEW):
                 held = initial.get(lid, ()) if cl == OLD else ()
@@ -197,12 +198,13 @@ class Pip477Steps(StepEncoding):
 
     def homes(self, v, c, lid):
         """Whether ``c`` is a home of ``lid``: it was created there (its idgen's id, or on the old cluster
-        one the new cluster's idgen gave), or (new) PROMOTE re-stamped it."""
+        one the new cluster's idgen gave), or (new) PROMOTE re-stamped it and ROLLBACK has not re-stamped it old."""
         borrowed = v.select("borrowed{}", lid, IDS, False)
         if c == OLD:
             return z3.Or(v.select("alloc1_{}", lid, IDS, False), borrowed)
         return z3.Or(z3.And(v.select("alloc2_{}", lid, IDS, False), z3.Not(borrowed)),
-                     z3.And(v["phase"] != 0, v.select("promoted{}", lid, IDS, False)))
+                     z3.And(v["phase"] != 0, v.select("promoted{}", lid, IDS, False),
+                            z3.Not(v.select("reverted{}", lid, IDS, False))))
 
     def on_live_cluster(self, v, lid, entries=1):
         return z3.Or(*[z3.And(self.homes(v, c, lid), self.alive(v, c), self.has(v, c, lid),
@@ -499,26 +501,42 @@ class Pip477Steps(StepEncoding):
         return z3.Or(z3.And(v["cl"] == lid, v["cattr"] == NEW),
                      *[z3.And(there, ledger == lid, attr == NEW) for there, ledger, attr, _ in self.entries(v)])
 
+    def may_revert(self, v, lid):
+        """ROLLBACK routes ledger ``lid`` back to the old cluster (fix rollback-only-to-readable-old:
+        only if the old cluster can serve it)."""
+        if "rollback-only-to-readable-old" not in self.fixes:
+            return z3.BoolVal(True)
+        return self.readable(v, z3.IntVal(OLD), lid)
+
     def rollback_actions(self, v, b: int, rolling) -> dict:
         out = {}
         resets = self.variant == "mutant:rollback-resets-hash"
-        back = [z3.And(there, v.select("promoted{}", lid, IDS, False)) for there, lid, _, _ in self.entries(v)]
+        back = [z3.And(there, v.select("promoted{}", lid, IDS, False), self.may_revert(v, lid))
+                for there, lid, _, _ in self.entries(v)]
         out[f"rollback_schema({b})"] = (z3.And(rolling, z3.Or(*[z3.And(x, v[f"sattr{i}"] == NEW)
                                                                for i, x in enumerate(back)])), {
             **{f"sattr{i}": z3.If(x, OLD, v[f"sattr{i}"]) for i, x in enumerate(back)},
             **{f"shash{i}": z3.If(x, 0, v[f"shash{i}"]) for i, x in enumerate(back) if resets},
-            "sver": v["sver"] + 1})
+            "sver": v["sver"] + 1,
+            **{f"reverted{lid}": z3.Or(v[f"reverted{lid}"], *[z3.And(x, e[1] == lid)
+                                                              for x, e in zip(back, self.entries(v))])
+               for lid in IDS}})
         for lid in IDS:
             out[f"rollback_cursor_send({b},{lid})"] = (z3.And(rolling, v["cl"] == lid, v[f"promoted{lid}"],
-                                                            v["cattr"] == NEW, v["rpcn"] == 0),
+                                                            v["cattr"] == NEW, v["rpcn"] == 0,
+                                                            self.may_revert(v, lid)),
                                                      self.enqueue(v, lid, OLD))
         copies = {lid: z3.And(v[f"promoted{lid}"], v[f"has2_{lid}"], z3.Not(self.routed_to_new(v, lid)))
                   for lid in IDS}
         for lid in IDS:
             out[f"rollback_delete({b},{lid})"] = (z3.And(rolling, copies[lid]), self.delete(NEW, lid))
-        routed = z3.Or(*[z3.And(v[f"promoted{lid}"], self.routed_to_new(v, lid)) for lid in IDS])
+        routed = z3.Or(*[z3.And(v[f"promoted{lid}"], self.routed_to_new(v, lid), self.may_revert(v, lid))
+                         for lid in IDS])
         out[f"rollback_done({b})"] = (z3.And(rolling, z3.Not(z3.Or(*copies.values())), v["rpcn"] == 0,
-                                          z3.Not(routed)), {"phase": ROLLED_BACK})
+                                          z3.Not(routed)), {
+            "phase": ROLLED_BACK, **{f"failed{lid}": z3.Or(v[f"failed{lid}"], z3.And(v[f"promoted{lid}"],
+                                                                                     self.routed_to_new(v, lid)))
+                                     for lid in IDS}})
         return out
 
     def handle(self, v, lid: int, target: int) -> dict:
@@ -530,16 +548,17 @@ class Pip477Steps(StepEncoding):
         refused = v["i_l"] != lid
         if target == NEW and "promote-cursor-at-copied-lac" in self.fixes:
             refused = z3.Or(refused, grown)
+        unreadable = z3.Not(self.may_revert(v, lid)) if target == OLD else z3.BoolVal(False)
         user = 0 if self.variant == "mutant:promote-clears-cursor-props" else v["i_user"]
         rolls = z3.Or(v["o_roll"], target == NEW and "promote-cursor-at-copied-lac" in self.fixes)
         done = {"cattr": target, "cuser": user, "cver": v["cver"] + 1, "i_l": v["cl"], "i_md": v["cmd"],
                 "i_attr": target, "i_user": user, "i_ver": v["cver"] + 1, "o_roll": rolls}
-        if target == NEW:
-            done[f"promoted{lid}"] = True
+        done[f"promoted{lid}" if target == NEW else f"reverted{lid}"] = True
         out = dict(popped)
         for k, x in done.items():
-            out[k] = z3.If(z3.And(v["owned"], z3.Not(refused)), x, v[k])
-        out[f"failed{lid}"] = z3.Or(v[f"failed{lid}"], z3.Not(v["owned"]))
+            out[k] = z3.If(z3.And(v["owned"], z3.Not(refused), z3.Not(unreadable)), x, v[k])
+        out[f"failed{lid}"] = z3.Or(v[f"failed{lid}"], z3.Not(v["owned"]),
+                                    z3.And(v["owned"], z3.Not(refused), unreadable))
         out[f"fallback{lid}"] = z3.Or(v[f"fallback{lid}"], z3.And(v["owned"], refused))
         return out
 
@@ -756,6 +775,10 @@ class Pip477Steps(StepEncoding):
             if name == "load_topic":
                 return int(args[1]) != self.resolve(v, self.ml_last(v, "mla"), broker)
             return int(args[2]) != self.resolve(v, v["mla0"], broker)
+        if prop == "rollback-keeps-reads" and name in ("rollback_schema", "promote_cursor_handle"):
+            back = [z3.And(self.routed_to_new(v, lid), z3.Not(self.routed_to_new(w, lid)),
+                           z3.Not(self.readable(v, z3.IntVal(OLD), lid))) for lid in IDS]
+            return z3.Or(*back)
         if prop == "rollback-keeps-business-znodes" and name in ("rollback_schema", "rollback_delete",
                                                                  "promote_cursor_handle", "rollback_done"):
             changed = z3.Or(w["cl"] != v["cl"], w["cmd"] != v["cmd"], w["cuser"] != v["cuser"], w["sn"] != v["sn"],
@@ -819,7 +842,7 @@ class Pip477Steps(StepEncoding):
                     v[f"rpc{i}_t"] == (CLUSTER[s.rpc[i][1]] if i < len(s.rpc) else 0)]
         for lid in IDS:
             out += [v[f"built{lid}"] == (p.built.get(lid, -1) if p else -1)]
-            for name in ("sent", "failed", "promoted", "fallback"):
+            for name in ("sent", "failed", "promoted", "reverted", "fallback"):
                 out.append(v[f"{name}{lid}"] == (lid in getattr(p, name) if p else False))
             out += [v[f"f_{what}{lid}"] == ((what, lid) in s.failures) for what in FAILURES]
             out.append(v[f"borrowed{lid}"] == (lid in s.borrowed))
@@ -855,7 +878,7 @@ encoding, disagreements = Pip477Steps.at, Pip477Steps.disagreements_of
 
 
 PRESETS = ("default", "legacy", "restart", "schema", "cursor", "cleanup", "idgen", "close", "close-restart",
-           "close-lagging", "sub-property", "rollback", "old-down")
+           "close-lagging", "sub-property", "rollback", "old-down", "rollback-old-down")
 # the findings shown with their property checked on its own are checked so up to this length; past it, a run of
 # the explorer's length is found by one query (``run_of``): I2 at ``close``, 23 steps, in about 5 minutes (showing
 # that none is shorter had not finished after 15)

@@ -40,6 +40,7 @@ BROKEN = {
     "I16": ("as-written", "sub-property"),
     "position-not-rewound": ("as-written", "cursor"),
     "no-publish-pause": ("as-written", "close-restart"),
+    "rollback-keeps-reads": ("as-written", "rollback-old-down"),
     "rollback-keeps-business-znodes": ("mutant:rollback-resets-hash", "rollback"),
     "switch-completes": ("mutant:orchestrator-not-resumed", "restart"),
 }

@@ -29,6 +29,8 @@ FIXES = {
                        "cluster from then on takes its id from the new cluster's idgen, past the fence",
     "close-after-data-expires": "close-client also waits until no ledger record still routes to the old cluster",
     "close-after-brokers-switched": "close-client also waits until every running broker has applied the directive",
+    "rollback-only-to-readable-old": "ROLLBACK flips a ledger back only if the old cluster can serve it; the others "
+                                     "stay on their new copy and the rollback ends reporting them in failedLedgers",
     "reserved-keys-rejected": "subscription-property writes under the reserved _pulsar. prefix are refused",
 }
 MUTANTS = {
@@ -89,6 +91,7 @@ class Pip477(ComposedModel):
         "sub-property": {"sub_property": 1, "move": 1, "brokers": 1},
         "rollback": {"rollback": 1, "brokers": 1, "move": 1},
         "old-down": {"old_down": 1, "brokers": 1, "move": 1},
+        "rollback-old-down": {"rollback": 1, "old_down": 1, "brokers": 1, "move": 1},
         "two-brokers-close": {"brokers": 2, "move": 1, "close_client": 1, "publish": 1, "roll": 1},
     }
     large_presets = ("two-brokers-close",)
@@ -114,7 +117,7 @@ class Pip477(ComposedModel):
         "read_schema": "Client->>Broker{broker}", "trim_ledger": "Broker{broker}->>BK_{cluster}",
         "unload_topic": "Broker{broker}->>Broker{broker}", "load_topic": "Broker{broker}->>BrokerZK"}
     hypothesis_bounds = {"brokers": 2, "legacy": 1, "publish": 2, "roll": 2, "put_schema": 2, "move": 2, "restart": 1,
-                         "rollback": 1, "sub_property": 1, "close_client": 1}
+                         "old_down": 1, "rollback": 1, "sub_property": 1, "close_client": 1}
 
     def action_names(self):
         cfg, fixed = self.config, self.fixes

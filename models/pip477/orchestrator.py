@@ -71,18 +71,26 @@ def actions(m, s: State):
                 else:
                     yield act("cleanup_status_old" if p.status_flips == 0 else "cleanup_status_new", broker=b)
         elif p.phase == "rollback":
-            if any(e.ledger in p.promoted and e.attr == NEW for e in s.schema):
+            if any(e.ledger in p.promoted and e.attr == NEW and may_revert(m, s, e.ledger) for e in s.schema):
                 yield act("rollback_schema", broker=b)
             cur = s.cursor
-            if cur.ledger in p.promoted and cur.attr == NEW and not s.rpc:
+            if cur.ledger in p.promoted and cur.attr == NEW and not s.rpc and may_revert(m, s, cur.ledger):
                 yield act("rollback_cursor_send", broker=b, ledger=cur.ledger)
             copies = [lid for lid in sorted(p.promoted) if lid in s.bk[NEW] and not routed_to_new(s, lid)]
             for lid in copies:
                 yield act("rollback_delete", broker=b, ledger=lid)
-            if not copies and not s.rpc and not any(routed_to_new(s, lid) for lid in p.promoted):
+            if not copies and not s.rpc and not any(routed_to_new(s, lid) and may_revert(m, s, lid)
+                                                    for lid in p.promoted):
                 yield act("rollback_done", broker=b)
     if s.rpc:
         yield act("promote_cursor_handle", ledger=s.rpc[0][0], target=s.rpc[0][1])
+
+
+def may_revert(m, s: State, lid: int) -> bool:
+    """Whether ROLLBACK routes ledger ``lid`` back to the old cluster: as written, always. Fix
+    rollback-only-to-readable-old: only if the old cluster can serve it (up, client open, the
+    ledger there), checked in the step that flips it; otherwise it stays on the new copy."""
+    return "rollback-only-to-readable-old" not in m.fixes or readable(s, OLD, lid)
 
 
 def routed_to_new(s: State, lid: int) -> bool:
@@ -186,6 +194,8 @@ def promote_cursor_handle(m, s: State, a):
     grown = len(s.bk[OLD].get(lid, ())) != p.built.get(lid)
     if target == NEW and "promote-cursor-at-copied-lac" in m.fixes and grown:
         return _progress(s, fallback=p.fallback | {lid})
+    if target == OLD and not may_revert(m, s, lid):
+        return _progress(s, failed=p.failed | {lid})
     props = o.info.props.set(ATTR_KEY, target)
     if m.config.variant == "mutant:promote-clears-cursor-props":
         props = FrozenMap({ATTR_KEY: target})
@@ -194,7 +204,7 @@ def promote_cursor_handle(m, s: State, a):
     s = replace(s, cursor=info, own=replace(o, info=info, must_roll=roll))
     if target == NEW:
         return _progress(s, promoted=p.promoted | {lid})
-    return s
+    return _progress(s, reverted=p.reverted | {lid})
 
 
 def start_cleanup(m, s: State, a):
@@ -231,9 +241,13 @@ def cleanup_status(m, s: State, a):
 
 def rollback_schema(m, s: State, a):
     """Phase 7: "The reverse-CAS flips the attribution property back to ``oldCluster``" (read and
-    CAS in one step: a conflicting putSchema only appends entries this flip leaves alone)."""
+    CAS in one step: a conflicting putSchema only appends entries this flip leaves alone). Fix
+    rollback-only-to-readable-old: only the ledgers the old cluster can serve."""
     mutant = m.config.variant == "mutant:rollback-resets-hash"
-    return replace(s, schema=flip(s.schema, s.progress.promoted, OLD, mutant), schema_version=s.schema_version + 1)
+    p = s.progress
+    ledgers = {e.ledger for e in s.schema if e.ledger in p.promoted and may_revert(m, s, e.ledger)}
+    s = replace(s, schema=flip(s.schema, ledgers, OLD, mutant), schema_version=s.schema_version + 1)
+    return _progress(s, reverted=p.reverted | ledgers)
 
 
 def rollback_delete(m, s: State, a):
@@ -242,7 +256,10 @@ def rollback_delete(m, s: State, a):
 
 
 def rollback_done(m, s: State, a):
-    return _progress(s, phase="rolled-back")
+    """Phase 7 ends; fix rollback-only-to-readable-old: the ledgers left on the new cluster because
+    the old one could not serve them are reported in ``failedLedgers``."""
+    p = s.progress
+    return _progress(s, phase="rolled-back", failed=p.failed | {lid for lid in p.promoted if routed_to_new(s, lid)})
 
 
 APPLY = {"build": build, "promote_schema_read": promote_schema_read, "promote_schema_cas": promote_schema_cas,

@@ -43,9 +43,11 @@ def readable(s: State, cluster: str, ledger: int, entries: int = 1) -> bool:
 
 def homes(s: State, ledger: int) -> set:
     """The clusters a ledger belongs to: the one it was created on, and the new cluster once
-    PROMOTE re-stamped it (a BUILD copy not yet promoted is dormant, not a home)."""
+    PROMOTE re-stamped it, until ROLLBACK re-stamps it old (a BUILD copy not yet promoted, or one
+    rolled back and "scheduled for delayed deletion", is dormant, not a home)."""
     out = {OLD} if ledger in s.borrowed else {c for c, ids in s.allocated.items() if ledger in ids}
-    if s.progress is not None and ledger in s.progress.promoted:
+    p = s.progress
+    if p is not None and ledger in p.promoted and ledger not in p.reverted:
         out.add(NEW)
     return out
 

@@ -60,6 +60,7 @@ class Progress:
     sent: frozenset = frozenset()  # cursor ledgers whose promote-cursor RPC was sent
     failed: frozenset = frozenset()
     promoted: frozenset = frozenset()  # ledger ids whose attribution PROMOTE flipped to new
+    reverted: frozenset = frozenset()  # promoted ledger ids ROLLBACK flipped back to old
     fallback: frozenset = frozenset()  # cursors recorded promotedViaRolloverFallback (409)
     status_flips: int = 0  # CLEANUP step 2: status CASes done
 
