@@ -93,8 +93,9 @@ class Pip477(ComposedModel):
         "old-down": {"old_down": 1, "brokers": 1, "move": 1},
         "rollback-old-down": {"rollback": 1, "old_down": 1, "brokers": 1, "move": 1},
         "two-brokers-close": {"brokers": 2, "move": 1, "close_client": 1, "publish": 1, "roll": 1},
+        "two-brokers-rollback": {"brokers": 2, "move": 1, "restart": 1, "rollback": 1, "old_down": 1},
     }
-    large_presets = ("two-brokers-close",)
+    large_presets = ("two-brokers-close", "two-brokers-rollback")
 
     sequence = {
         "register": "Operator->>BrokerZK", "fence_idgen": "Operator->>Broker{broker}",
