@@ -81,6 +81,9 @@ def parser() -> argparse.ArgumentParser:
                          "(default 60); a peer that is no Spark master, or has no worker, fails then")
     ex.add_argument("--partitions", type=_positive, help="engine spark: partitions of the frontier and visited "
                     "set (default: the master's parallelism; more for runs of millions of states)")
+    ex.add_argument("--workers", type=_positive, default=os.cpu_count() or 1,
+                    help="engine local: processes that expand each level (default: one per core); the run is the "
+                         "same whatever the number (--max-states and --stop-at-first use one)")
     ex.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
     ex.add_argument("--no-liveness", action="store_true",
                     help="safety properties only: no state graph is kept (engine spark: no transition files), "
@@ -176,7 +179,7 @@ def cmd_explore(args) -> int:
         result = run_exploration(model, args.engine, max_depth=args.max_depth, max_states=args.max_states,
                                  stop_at_first=args.stop_at_first, liveness=not args.no_liveness,
                                  master=args.master, progress=progress, out=out, fresh=args.fresh,
-                                 conf=conf, partitions=args.partitions, spark=spark)
+                                 conf=conf, partitions=args.partitions, spark=spark, workers=args.workers)
         if progress:
             sys.stderr.write("\n")
         write_results(model, result, staging, out)

@@ -13,9 +13,10 @@ from .outdir import write_text
 
 def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False, liveness=True,
                     master="local[*]", progress=None, out: Path | None = None, fresh=False,
-                    conf: dict | None = None, partitions: int | None = None, spark=None) -> Result:
+                    conf: dict | None = None, partitions: int | None = None, spark=None, workers: int = 1) -> Result:
     """``out`` is where the Spark engine keeps its checkpoint (``out/spark``); the local engine writes nothing.
-    ``spark``: a session already started (``start_spark``), else one is started for ``master``."""
+    ``spark``: a session already started (``start_spark``), else one is started for ``master``. ``workers``:
+    the local engine's processes."""
     if engine == "spark":
         from .spark_checks.bfs import explore_spark
         spark = spark or start_spark(master, conf)
@@ -23,7 +24,7 @@ def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop
                              progress=progress, out=out, fresh=fresh, stop_at_first=stop_at_first,
                              graph=None if liveness else False, spark=spark, partitions=partitions)
     result, _ = explore(model, max_depth=max_depth, max_states=max_states, stop_at_first=stop_at_first,
-                        check_liveness=liveness, progress=progress)
+                        check_liveness=liveness, progress=progress, workers=workers)
     return result
 
 

@@ -1,20 +1,27 @@
-"""Exhaustive breadth-first exploration, in-process.
+"""Exhaustive breadth-first exploration, in-process, on one core or several.
 
 Every state reached is checked against every invariant when it is first
 discovered, every transition against every action property, and the
 shortest counterexample of each violated property is kept. A violating state
 is not expanded further (what lies beyond a broken state is not evidence).
+
+With ``workers`` > 1 the search is the same level-synchronous BFS with the
+expansion done by forked worker processes (``_run_workers``): each level's
+frontier goes to them in contiguous slices, and the results are merged in
+frontier order, so parents, counts, verdicts and counterexamples are those of
+the one-process run.
 """
 from __future__ import annotations
 
 import gc
 import resource
 import sys
+import threading
 import time
 from collections import Counter
 from typing import Any, Callable
 
-from .fingerprint import fingerprint
+from .fingerprint import decode, encode, fingerprint, fingerprint_encoded
 from .liveness import check_liveness
 from .model import DEADLOCK, Action, Model
 from .results import Result, Violation
@@ -55,11 +62,69 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+_EXPLORER = None  # the explorer whose worker processes are being forked: they inherit it
+SLICES_PER_WORKER = 4  # a level is cut into this many slices per worker, merged while the next are expanded
+
+
+def _expand(ex: "Explorer", items: list, expand: bool, seen: set) -> list:
+    """A worker's part of one level: per frontier state (its encoding), the indices of the invariants
+    it breaks, its liveness label, and, when it is expanded, whether it is a deadlock and its
+    successors ``(action, fingerprint, indices of the action properties broken, encoding)``; the
+    encoding only the first time this worker meets the state (the parent process has it after that)."""
+    model = ex.model
+    canonicalize = model.canonicalize
+    symmetric = type(model).canonicalize is not Model.canonicalize
+    invariants = [p.check for p in model.invariants]
+    action_props = [p.check for p in model.action_properties]
+    goals = [(p.trigger, p.goal) for p in model.liveness] if ex.graph is not None else None
+    out = []
+    for data in items:
+        s = decode(data)
+        broken = tuple(i for i, check in enumerate(invariants) if not check(model, s))
+        label = None if goals is None else tuple(
+            (trig is None or bool(trig(model, s)), bool(goal(model, s))) for trig, goal in goals)
+        if broken or not expand:
+            out.append((broken, label, False, ()))
+            continue
+        succ = model.successors(s)
+        rows = []
+        for a, t in succ:
+            failed = tuple(i for i, check in enumerate(action_props) if not check(model, s, a, t))
+            if symmetric:
+                tf = fingerprint(canonicalize(t))
+                data = None if tf in seen else encode(t)
+            else:
+                tf, data = fingerprint_encoded(t)
+                if tf in seen:
+                    data = None
+            seen.add(tf)
+            rows.append((a, tf, failed, data))
+        out.append((broken, label, not succ and not model.is_terminal(s), rows))
+    return out
+
+
+def _worker(conn) -> None:
+    seen: set = set()
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        try:
+            conn.send(("ok", _expand(_EXPLORER, *job, seen)))
+        except BaseException:  # noqa: BLE001 - reported to the parent, which raises it
+            import traceback
+            conn.send(("error", traceback.format_exc()))
+            return
+
+
 class Explorer:
     def __init__(self, model: Model, *, max_depth: int | None = None, max_states: int | None = None,
                  stop_at_first: bool = False, check_liveness: bool = True,
-                 progress: Callable[[dict], None] | None = None):
+                 progress: Callable[[dict], None] | None = None, workers: int = 1):
+        """``workers`` > 1 expands each level in that many forked processes; a run that may stop within
+        a level (``max_states``, ``stop_at_first``) uses one, so that where it stops is the same."""
         self.model = model
+        self.workers = 1 if max_states is not None or stop_at_first else workers
         self.max_depth = max_depth
         self.max_states = max_states
         self.stop_at_first = stop_at_first
@@ -81,7 +146,7 @@ class Explorer:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._run()
+            return self._run() if self.workers <= 1 else self._run_workers()
         finally:
             if enabled:
                 gc.enable()
@@ -101,15 +166,7 @@ class Explorer:
         coverage: Counter = Counter()
         violated: dict[str, Violation] = {}
         bad: set[int] = set()
-
-        def report(prop, fp, extra=None):
-            if prop.id in violated:
-                return
-            states, actions = self.path_to(fp)
-            if extra is not None:
-                actions.append(extra[0])
-                states.append(extra[1])
-            violated[prop.id] = Violation(prop, states, actions)
+        report = self._reporter(violated)
 
         goals = [(p.trigger, p.goal) for p in model.liveness] if graph is not None else None
         labels = self.labels
@@ -192,7 +249,130 @@ class Explorer:
                                "rate": len(parents) / max(now - started, 1e-9), "frontier": len(nxt)})
         if stop and self.stop_at_first and violated:
             result.complete = False
+        return self._finish(result, violated, coverage, transitions, depth, started)
 
+    def _reporter(self, violated: dict):
+        """``report(prop, fp, extra)``: keeps the first violation of each property, with the path to the
+        state ``fp`` (and, for an action property, the step ``extra`` = (action, successor or None))."""
+        def report(prop, fp, extra=None):
+            if prop.id in violated:
+                return
+            states, actions = self.path_to(fp)
+            if extra is not None:
+                a, t = extra
+                actions.append(a)
+                states.append(t if t is not None else self.model.next_state(states[-1], a))
+            violated[prop.id] = Violation(prop, states, actions)
+        return report
+
+    def _run_workers(self) -> Result:
+        """The level-synchronous search of ``_run`` with each level expanded by ``self.workers`` forked
+        processes (``_expand``). A state's invariants and liveness label are evaluated when its level is
+        expanded rather than when it is found: the same states, in the same order, so the same first
+        violation of each property. States travel as their canonical encodings."""
+        global _EXPLORER
+        import multiprocessing
+        model = self.model
+        result = Result(model.name, model.config.variant, model.config.as_dict(), properties=run_with(model))
+        started = time.perf_counter()
+        canonicalize = model.canonicalize
+        symmetric = type(model).canonicalize is not Model.canonicalize
+        parents = self.parents
+        self.coverage, self.transitions = Counter(), 0
+        violated: dict[str, Violation] = {}
+        report = self._reporter(violated)
+        frontier: list[tuple[int, bytes]] = []
+        for s in model.init_states():
+            fp = fingerprint(canonicalize(s) if symmetric else s)
+            if fp not in parents:
+                parents[fp] = (None, None)
+                self.init_by_fp[fp] = s
+                frontier.append((fp, encode(s)))
+        context = multiprocessing.get_context("fork")
+        _EXPLORER = self
+        pipes, procs = [], []
+        try:
+            for _ in range(self.workers):
+                here, there = context.Pipe()
+                proc = context.Process(target=_worker, args=(there,), daemon=True)
+                proc.start()
+                there.close()
+                pipes.append(here)
+                procs.append(proc)
+            depth = 0
+            result.level_sizes.append(len(frontier))
+            while frontier:
+                expand = self.max_depth is None or depth < self.max_depth
+                # slices go round-robin to the workers, from a thread (a worker blocked on sending its
+                # results must not block the sending of its next slice); each is merged as it comes back
+                size = max(1, -(-len(frontier) // (SLICES_PER_WORKER * len(pipes))))
+                slices = [frontier[i:i + size] for i in range(0, len(frontier), size)]
+                sender = threading.Thread(target=lambda: [pipes[i % len(pipes)].send(([d for _, d in part], expand))
+                                                          for i, part in enumerate(slices)], daemon=True)
+                sender.start()
+                nxt = []
+                for i, part in enumerate(slices):
+                    status, rows = pipes[i % len(pipes)].recv()
+                    if status != "ok":
+                        raise RuntimeError(f"an exploration worker failed:\n{rows}")
+                    self._merge(part, rows, depth, expand, report, nxt)
+                sender.join()
+                if not expand:
+                    result.complete = False
+                    break
+                frontier = nxt
+                if nxt:
+                    depth += 1
+                    result.level_sizes.append(len(nxt))
+                if self.progress is not None:
+                    now = time.perf_counter()
+                    self.progress({"depth": depth, "states": len(parents), "level_done": True,
+                                   "rate": len(parents) / max(now - started, 1e-9), "frontier": len(nxt)})
+        finally:
+            _EXPLORER = None
+            for pipe in pipes:
+                try:
+                    pipe.send(None)
+                except OSError:
+                    pass
+            for proc in procs:
+                proc.join(5)
+                if proc.is_alive():
+                    proc.kill()
+        return self._finish(result, violated, self.coverage, self.transitions, depth, started)
+
+    def _merge(self, part: list, rows: list, depth: int, expand: bool, report, nxt: list) -> None:
+        """One slice of a level, as a worker expanded it, merged in frontier order (``_run``'s order)."""
+        model, parents, graph, labels, coverage = self.model, self.parents, self.graph, self.labels, self.coverage
+        invariants, action_props = model.invariants, model.action_properties
+        transitions = 0
+        for (fp, _), (broken, label, dead, succ) in zip(part, rows):
+                    if label is not None:
+                        labels[fp] = (depth, label)
+                    for i in broken:
+                        report(invariants[i], fp)
+                    if broken or not expand:
+                        continue
+                    if graph is not None:
+                        graph[fp] = edges = []
+                    if dead:
+                        report(DEADLOCK, fp)
+                    for a, tf, failed, data in succ:
+                        transitions += 1
+                        coverage[a.name] += 1
+                        for i in failed:
+                            report(action_props[i], fp, (a, None))
+                        if graph is not None:
+                            edges.append((a, tf))
+                        if tf not in parents:
+                            parents[tf] = (fp, a)
+                            nxt.append((tf, data))
+        self.transitions += transitions
+
+    def _finish(self, result: Result, violated: dict, coverage: Counter, transitions: int, depth: int,
+                started: float) -> Result:
+        model = self.model
+        parents = self.parents
         result.distinct_states = len(parents)
         result.transitions = transitions
         result.depth = depth

@@ -182,6 +182,27 @@ def test_usage_errors_are_one_line_exit_2(args, message):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def signature(result) -> tuple:
+    """Everything a run decides: counts, levels, coverage, each violation with its path (a lasso's loop)."""
+    return (result.distinct_states, result.transitions, result.depth, result.level_sizes, result.coverage,
+            result.complete, result.liveness_checked, result.unreachable_goal,
+            [(v.prop.id, v.length, [str(a) for a in v.actions], v.loop) for v in result.violations])
+
+
+@pytest.mark.parametrize("name,variant,preset,depth", [
+    ("toy-lock", "as-written", "default", None), ("toy-lock", "no-release", "default", None),
+    ("toy-lock", "atomic-acquire", "default", 2), ("pip-473", "as-written", "default", None),
+    ("pip-473", "as-written", "default", 6), ("v4-txn", "as-written", "sealed", None),
+    ("pip-373", "as-written", "default", None), ("pip-468", "as-written", "session-failover", None),
+    ("pip-477", "as-written", "cursor", None), ("pip-477", "all-fixes", "rollback-old-down", None)])
+def test_several_workers_give_the_one_process_run(name, variant, preset, depth):
+    """``explore --workers``: the same states in the same order, so the same counts, verdicts and
+    counterexamples (deadlocks and lassos included), complete or cut at a depth."""
+    one, _ = explore(registry.build(name, variant, preset=preset), max_depth=depth)
+    two, _ = explore(registry.build(name, variant, preset=preset), max_depth=depth, workers=2)
+    assert signature(two) == signature(one)
+
+
 def test_bounds_make_the_run_incomplete():
     result, _ = explore(lock("atomic-acquire"), max_depth=2)
     assert not result.complete and result.depth == 2 and result.distinct_states == 6
