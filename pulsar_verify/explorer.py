@@ -7,9 +7,9 @@ is not expanded further (what lies beyond a broken state is not evidence).
 
 With ``workers`` > 1 the search is the same level-synchronous BFS with the
 expansion done by forked worker processes (``_run_workers``): each level's
-frontier goes to them in contiguous slices, and the results are merged in
-frontier order, so parents, counts, verdicts and counterexamples are those of
-the one-process run.
+frontier is cut into slices that go to them in turn, and the results are merged
+in frontier order, so parents, counts, verdicts and counterexamples are those
+of the one-process run.
 """
 from __future__ import annotations
 
@@ -134,6 +134,8 @@ class Explorer:
         self.init_by_fp: dict[int, Any] = {}
         self.graph: dict[int, list[tuple[Action, int]]] | None = {} if self.check_liveness else None
         self.labels: dict[int, tuple] = {}  # fp -> (BFS depth, (trigger, goal) per liveness property)
+        self.coverage: Counter = Counter()  # the workers' run: what its merges have counted
+        self.transitions = 0
 
     # -- counterexamples ----------------------------------------------------
     def path_to(self, fp: int) -> tuple[list, list]:
@@ -240,16 +242,21 @@ class Explorer:
                         self.progress({"depth": depth + 1, "states": len(parents),
                                        "rate": len(parents) / (now - started), "frontier": len(frontier)})
             frontier = nxt
-            if nxt:
-                depth += 1
-                result.level_sizes.append(len(nxt))
-            if self.progress is not None:
-                now = time.perf_counter()
-                self.progress({"depth": depth, "states": len(parents), "level_done": True,
-                               "rate": len(parents) / max(now - started, 1e-9), "frontier": len(nxt)})
+            depth = self._level_found(result, nxt, depth, started)
         if stop and self.stop_at_first and violated:
             result.complete = False
         return self._finish(result, violated, coverage, transitions, depth, started)
+
+    def _level_found(self, result: Result, nxt: list, depth: int, started: float) -> int:
+        """Records the level just found (if any) and reports progress; returns the depth reached."""
+        if nxt:
+            depth += 1
+            result.level_sizes.append(len(nxt))
+        if self.progress is not None:
+            now = time.perf_counter()
+            self.progress({"depth": depth, "states": len(self.parents), "level_done": True,
+                           "rate": len(self.parents) / max(now - started, 1e-9), "frontier": len(nxt)})
+        return depth
 
     def _reporter(self, violated: dict):
         """``report(prop, fp, extra)``: keeps the first violation of each property, with the path to the
@@ -278,7 +285,6 @@ class Explorer:
         canonicalize = model.canonicalize
         symmetric = type(model).canonicalize is not Model.canonicalize
         parents = self.parents
-        self.coverage, self.transitions = Counter(), 0
         violated: dict[str, Violation] = {}
         report = self._reporter(violated)
         frontier: list[tuple[int, bytes]] = []
@@ -321,13 +327,7 @@ class Explorer:
                     result.complete = False
                     break
                 frontier = nxt
-                if nxt:
-                    depth += 1
-                    result.level_sizes.append(len(nxt))
-                if self.progress is not None:
-                    now = time.perf_counter()
-                    self.progress({"depth": depth, "states": len(parents), "level_done": True,
-                                   "rate": len(parents) / max(now - started, 1e-9), "frontier": len(nxt)})
+                depth = self._level_found(result, nxt, depth, started)
         finally:
             _EXPLORER = None
             for pipe in pipes:
