@@ -62,6 +62,11 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def goal_flags(model: Model, goals: list, s) -> tuple:
+    """A state's liveness label: (trigger holds, goal holds) per liveness property."""
+    return tuple((trig is None or bool(trig(model, s)), bool(goal(model, s))) for trig, goal in goals)
+
+
 _EXPLORER = None  # the explorer whose worker processes are being forked: they inherit it
 SLICES_PER_WORKER = 4  # a level is cut into this many slices per worker, merged while the next are expanded
 
@@ -81,8 +86,7 @@ def _expand(ex: "Explorer", items: list, expand: bool, seen: set) -> list:
     for data in items:
         s = decode(data)
         broken = tuple(i for i, check in enumerate(invariants) if not check(model, s))
-        label = None if goals is None else tuple(
-            (trig is None or bool(trig(model, s)), bool(goal(model, s))) for trig, goal in goals)
+        label = None if goals is None else goal_flags(model, goals, s)
         if broken or not expand:
             out.append((broken, label, False, ()))
             continue
@@ -174,7 +178,7 @@ class Explorer:
         labels = self.labels
 
         def label(s, depth):
-            return depth, tuple((trig is None or bool(trig(model, s)), bool(goal(model, s))) for trig, goal in goals)
+            return depth, goal_flags(model, goals, s)
 
         frontier = []
         for s in model.init_states():
@@ -347,26 +351,26 @@ class Explorer:
         invariants, action_props = model.invariants, model.action_properties
         transitions = 0
         for (fp, _), (broken, label, dead, succ) in zip(part, rows):
-                    if label is not None:
-                        labels[fp] = (depth, label)
-                    for i in broken:
-                        report(invariants[i], fp)
-                    if broken or not expand:
-                        continue
-                    if graph is not None:
-                        graph[fp] = edges = []
-                    if dead:
-                        report(DEADLOCK, fp)
-                    for a, tf, failed, data in succ:
-                        transitions += 1
-                        coverage[a.name] += 1
-                        for i in failed:
-                            report(action_props[i], fp, (a, None))
-                        if graph is not None:
-                            edges.append((a, tf))
-                        if tf not in parents:
-                            parents[tf] = (fp, a)
-                            nxt.append((tf, data))
+            if label is not None:
+                labels[fp] = (depth, label)
+            for i in broken:
+                report(invariants[i], fp)
+            if broken or not expand:
+                continue
+            if graph is not None:
+                graph[fp] = edges = []
+            if dead:
+                report(DEADLOCK, fp)
+            for a, tf, failed, data in succ:
+                transitions += 1
+                coverage[a.name] += 1
+                for i in failed:
+                    report(action_props[i], fp, (a, None))
+                if graph is not None:
+                    edges.append((a, tf))
+                if tf not in parents:
+                    parents[tf] = (fp, a)
+                    nxt.append((tf, data))
         self.transitions += transitions
 
     def _finish(self, result: Result, violated: dict, coverage: Counter, transitions: int, depth: int,
