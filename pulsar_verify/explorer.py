@@ -14,6 +14,7 @@ of the one-process run.
 from __future__ import annotations
 
 import gc
+import queue
 import resource
 import sys
 import threading
@@ -21,7 +22,7 @@ import time
 from collections import Counter
 from typing import Any, Callable
 
-from .fingerprint import decode, encode, fingerprint, fingerprint_encoded
+from .fingerprint import decode, encode, fingerprint
 from .liveness import check_liveness
 from .model import DEADLOCK, Action, Model
 from .results import Result, Violation
@@ -68,57 +69,93 @@ def goal_flags(model: Model, goals: list, s) -> tuple:
 
 
 _EXPLORER = None  # the explorer whose worker processes are being forked: they inherit it
-SLICES_PER_WORKER = 4  # a level is cut into this many slices per worker, merged while the next are expanded
+CHUNK = 256  # frontier states per message from a worker
 
 
-def _expand(ex: "Explorer", items: list, expand: bool, seen: set) -> list:
-    """A worker's part of one level: per frontier state (its encoding), the indices of the invariants
-    it breaks, its liveness label, and, when it is expanded, whether it is a deadlock and its
-    successors ``(action, fingerprint, indices of the action properties broken, encoding)``; the
-    encoding only the first time this worker meets the state (the parent process has it after that)."""
-    model = ex.model
-    canonicalize = model.canonicalize
-    symmetric = type(model).canonicalize is not Model.canonicalize
-    invariants = [p.check for p in model.invariants]
-    action_props = [p.check for p in model.action_properties]
-    goals = [(p.trigger, p.goal) for p in model.liveness] if ex.graph is not None else None
-    out = []
-    for data in items:
-        s = decode(data)
-        broken = tuple(i for i, check in enumerate(invariants) if not check(model, s))
-        label = None if goals is None else goal_flags(model, goals, s)
-        if broken or not expand:
-            out.append((broken, label, False, ()))
-            continue
-        succ = model.successors(s)
-        rows = []
-        for a, t in succ:
-            failed = tuple(i for i, check in enumerate(action_props) if not check(model, s, a, t))
-            if symmetric:
-                tf = fingerprint(canonicalize(t))
-                data = None if tf in seen else encode(t)
+class _Worker:
+    """One forked worker: it expands the frontier states it owns, in frontier order, and keeps the
+    successors it found: a new state is owned by the worker that found it first, unless that worker
+    has more than its share of the next level (then its encoding goes to one that has less). Other
+    states never leave the process that made them: what goes to the parent is, per state, the
+    indices of the invariants it breaks, its liveness label, whether it is a deadlock, and its
+    successors as (action number, fingerprint) with the indices of the action properties each step
+    breaks; an action is sent once, then named by its number."""
+
+    def __init__(self, ex: "Explorer", conn, mine: list):
+        self.ex, self.conn, self.mine = ex, conn, mine
+        self.found: dict[int, Any] = {}
+        self.numbers: dict[Action, int] = {}
+
+    def serve(self) -> None:
+        while True:
+            job = self.conn.recv()
+            if job is None:
+                return
+            if job[0] == "give":
+                self.conn.send(("ok", [encode(self.found[fp]) for fp in job[1]]))
+            elif job[0] == "keep":
+                found = self.found
+                found.update((fp, decode(data)) for fp, data in job[2])
+                self.mine = [found[fp] for fp in job[1]]
+                self.found = {}
             else:
-                tf, data = fingerprint_encoded(t)
-                if tf in seen:
-                    data = None
-            seen.add(tf)
-            rows.append((a, tf, failed, data))
-        out.append((broken, label, not succ and not model.is_terminal(s), rows))
-    return out
+                self.expand(job[1])
+
+    def expand(self, expand: bool) -> None:
+        ex, model, send = self.ex, self.ex.model, self.conn.send
+        canonicalize = model.canonicalize
+        symmetric = type(model).canonicalize is not Model.canonicalize
+        invariants = [p.check for p in model.invariants]
+        action_props = [p.check for p in model.action_properties]
+        goals = [(p.trigger, p.goal) for p in model.liveness] if ex.graph is not None else None
+        found, numbers = self.found, self.numbers
+        for lo in range(0, len(self.mine), CHUNK):
+            rows, new_actions, coverage = [], [], Counter()
+            for s in self.mine[lo:lo + CHUNK]:
+                broken = tuple(i for i, check in enumerate(invariants) if not check(model, s))
+                label = None if goals is None else goal_flags(model, goals, s)
+                if broken or not expand:
+                    rows.append((broken, label, False, (), (), ()))
+                    continue
+                succ = model.successors(s)
+                aids, fps, failed = [], [], []
+                for k, (a, t) in enumerate(succ):
+                    for i, check in enumerate(action_props):
+                        if not check(model, s, a, t):
+                            failed.append((k, i))
+                    tf = fingerprint(canonicalize(t) if symmetric else t)
+                    if tf not in found:
+                        found[tf] = t
+                    n = numbers.get(a)
+                    if n is None:
+                        n = numbers[a] = len(numbers)
+                        new_actions.append(a)
+                    aids.append(n)
+                    fps.append(tf)
+                    coverage[a.name] += 1
+                rows.append((broken, label, not succ and not model.is_terminal(s), aids, fps, failed))
+            send(("ok", rows, new_actions, coverage))
 
 
-def _worker(conn) -> None:
-    seen: set = set()
-    while True:
-        job = conn.recv()
-        if job is None:
-            return
+def _read(pipe, n: int, inbox) -> None:
+    """Moves ``n`` messages from a worker's pipe to its inbox (a dead worker's end of file as an error)."""
+    for _ in range(n):
         try:
-            conn.send(("ok", _expand(_EXPLORER, *job, seen)))
-        except BaseException:  # noqa: BLE001 - reported to the parent, which raises it
-            import traceback
-            conn.send(("error", traceback.format_exc()))
+            msg = pipe.recv()
+        except (EOFError, OSError) as exc:
+            msg = ("error", f"the worker's pipe closed: {exc!r}")
+        inbox.put(msg)
+        if msg[0] != "ok":
             return
+
+
+def _worker(conn, index: int) -> None:
+    try:
+        ex = _EXPLORER
+        _Worker(ex, conn, ex._initial[index]).serve()
+    except BaseException:  # noqa: BLE001 - reported to the parent, which raises it
+        import traceback
+        conn.send(("error", traceback.format_exc()))
 
 
 class Explorer:
@@ -138,7 +175,7 @@ class Explorer:
         self.init_by_fp: dict[int, Any] = {}
         self.graph: dict[int, list[tuple[Action, int]]] | None = {} if self.check_liveness else None
         self.labels: dict[int, tuple] = {}  # fp -> (BFS depth, (trigger, goal) per liveness property)
-        self.coverage: Counter = Counter()  # the workers' run: what its merges have counted
+        self.coverage: Counter = Counter()  # the workers' run: what the workers have counted
         self.transitions = 0
 
     # -- counterexamples ----------------------------------------------------
@@ -278,9 +315,10 @@ class Explorer:
 
     def _run_workers(self) -> Result:
         """The level-synchronous search of ``_run`` with each level expanded by ``self.workers`` forked
-        processes (``_expand``). A state's invariants and liveness label are evaluated when its level is
-        expanded rather than when it is found: the same states, in the same order, so the same first
-        violation of each property. States travel as their canonical encodings."""
+        processes (``_Worker``). A state's invariants and liveness label are evaluated when its level is
+        expanded rather than when it is found; the parent walks each level in frontier order, taking
+        each state's row from the worker that owns it, so parents, counts and the first violation of
+        each property are those of the one-process run."""
         global _EXPLORER
         import multiprocessing
         model = self.model
@@ -291,45 +329,41 @@ class Explorer:
         parents = self.parents
         violated: dict[str, Violation] = {}
         report = self._reporter(violated)
-        frontier: list[tuple[int, bytes]] = []
+        workers = self.workers
+        frontier: list[tuple[int, int]] = []  # (fingerprint, owning worker), in frontier order
+        self._initial = [[] for _ in range(workers)]
         for s in model.init_states():
             fp = fingerprint(canonicalize(s) if symmetric else s)
             if fp not in parents:
                 parents[fp] = (None, None)
                 self.init_by_fp[fp] = s
-                frontier.append((fp, encode(s)))
+                w = len(frontier) % workers
+                self._initial[w].append(s)
+                frontier.append((fp, w))
         context = multiprocessing.get_context("fork")
         _EXPLORER = self
         pipes, procs = [], []
         try:
-            for _ in range(self.workers):
+            for w in range(workers):
                 here, there = context.Pipe()
-                proc = context.Process(target=_worker, args=(there,), daemon=True)
+                proc = context.Process(target=_worker, args=(there, w), daemon=True)
                 proc.start()
                 there.close()
                 pipes.append(here)
                 procs.append(proc)
+            del self._initial
             depth = 0
             result.level_sizes.append(len(frontier))
+            actions: list[list[Action]] = [[] for _ in range(workers)]
             while frontier:
                 expand = self.max_depth is None or depth < self.max_depth
-                # slices go round-robin to the workers, from a thread (a worker blocked on sending its
-                # results must not block the sending of its next slice); each is merged as it comes back
-                size = max(1, -(-len(frontier) // (SLICES_PER_WORKER * len(pipes))))
-                slices = [frontier[i:i + size] for i in range(0, len(frontier), size)]
-                sender = threading.Thread(target=lambda: [pipes[i % len(pipes)].send(([d for _, d in part], expand))
-                                                          for i, part in enumerate(slices)], daemon=True)
-                sender.start()
-                nxt = []
-                for i, part in enumerate(slices):
-                    status, rows = pipes[i % len(pipes)].recv()
-                    if status != "ok":
-                        raise RuntimeError(f"an exploration worker failed:\n{rows}")
-                    self._merge(part, rows, depth, expand, report, nxt)
-                sender.join()
+                for pipe in pipes:
+                    pipe.send(("expand", expand))
+                nxt = self._merge(frontier, pipes, actions, depth, expand, report)
                 if not expand:
                     result.complete = False
                     break
+                nxt = self._share(nxt, pipes)
                 frontier = nxt
                 depth = self._level_found(result, nxt, depth, started)
         finally:
@@ -345,33 +379,84 @@ class Explorer:
                     proc.kill()
         return self._finish(result, violated, self.coverage, self.transitions, depth, started)
 
-    def _merge(self, part: list, rows: list, depth: int, expand: bool, report, nxt: list) -> None:
-        """One slice of a level, as a worker expanded it, merged in frontier order (``_run``'s order)."""
+    @staticmethod
+    def _share(nxt: list, pipes: list) -> list:
+        """The next frontier with each worker owning at most its share: a worker with more gives the
+        last of its states (their encodings) to the workers with less. Returns it with the new owners."""
+        workers = len(pipes)
+        share = -(-len(nxt) // workers)
+        counts = Counter(w for _, w in nxt)
+        short = [w for w in range(workers) for _ in range(share - counts[w])]
+        moves: dict[int, list] = {}  # giver -> [(index in nxt, taker)]
+        for i in range(len(nxt) - 1, -1, -1):
+            fp, w = nxt[i]
+            if counts[w] > share:
+                counts[w] -= 1
+                moves.setdefault(w, []).append((i, short.pop()))
+        gifts: list[list] = [[] for _ in pipes]
+        for w, moved in moves.items():
+            pipes[w].send(("give", [nxt[i][0] for i, _ in moved]))
+        for w, moved in moves.items():
+            msg = pipes[w].recv()
+            if msg[0] != "ok":
+                raise RuntimeError(f"an exploration worker failed:\n{msg[1]}")
+            for (i, taker), data in zip(moved, msg[1]):
+                gifts[taker].append((nxt[i][0], data))
+                nxt[i] = (nxt[i][0], taker)
+        for w, pipe in enumerate(pipes):
+            pipe.send(("keep", [fp for fp, owner in nxt if owner == w], gifts[w]))
+        return nxt
+
+    def _merge(self, frontier: list, pipes: list, actions: list, depth: int, expand: bool, report) -> list:
+        """One level, walked in frontier order with each state's row taken from its owner's messages
+        (read by one thread per worker as they come, so that no worker waits for the parent to need
+        them): the next frontier, each new state owned by the worker that found it."""
         model, parents, graph, labels, coverage = self.model, self.parents, self.graph, self.labels, self.coverage
         invariants, action_props = model.invariants, model.action_properties
+        owned = Counter(w for _, w in frontier)
+        inboxes = [queue.SimpleQueue() for _ in pipes]
+        readers = [threading.Thread(target=_read, args=(pipes[w], -(-owned[w] // CHUNK), inboxes[w]), daemon=True)
+                   for w in range(len(pipes))]
+        for reader in readers:
+            reader.start()
+        rows_of: list[list] = [[] for _ in pipes]
+        taken = [0] * len(pipes)
         transitions = 0
-        for (fp, _), (broken, label, dead, succ) in zip(part, rows):
+        nxt = []
+        for fp, w in frontier:
+            rows = rows_of[w]
+            if taken[w] == len(rows):
+                msg = inboxes[w].get()
+                if msg[0] != "ok":
+                    raise RuntimeError(f"an exploration worker failed:\n{msg[1]}")
+                _, rows, new_actions, counts = msg
+                rows_of[w], taken[w] = rows, 0
+                actions[w] += new_actions
+                coverage.update(counts)
+            broken, label, dead, aids, fps, failed = rows[taken[w]]
+            taken[w] += 1
             if label is not None:
                 labels[fp] = (depth, label)
             for i in broken:
                 report(invariants[i], fp)
             if broken or not expand:
                 continue
-            if graph is not None:
-                graph[fp] = edges = []
             if dead:
                 report(DEADLOCK, fp)
-            for a, tf, failed, data in succ:
-                transitions += 1
-                coverage[a.name] += 1
-                for i in failed:
-                    report(action_props[i], fp, (a, None))
-                if graph is not None:
-                    edges.append((a, tf))
+            named = actions[w]
+            for k, i in failed:
+                report(action_props[i], fp, (named[aids[k]], None))
+            transitions += len(fps)
+            if graph is not None:
+                graph[fp] = [(named[n], tf) for n, tf in zip(aids, fps)]
+            for n, tf in zip(aids, fps):
                 if tf not in parents:
-                    parents[tf] = (fp, a)
-                    nxt.append((tf, data))
+                    parents[tf] = (fp, named[n])
+                    nxt.append((tf, w))
+        for reader in readers:
+            reader.join()
         self.transitions += transitions
+        return nxt
 
     def _finish(self, result: Result, violated: dict, coverage: Counter, transitions: int, depth: int,
                 started: float) -> Result:

@@ -1,30 +1,32 @@
-"""Stable state fingerprints, and the state encoding they hash.
+"""Stable state fingerprints, and the state encoding states travel in.
 
-A state is turned into a canonical tree of ints, strs, bools, None, tuples and
-lists: an attrs value becomes ``["module:Class", field...]``, a frozenset
-``["#set", item...]`` sorted, a ``FrozenMap`` ``["#map", (key, value)...]``; a
-list is never anything else, so the tree decodes back to the state. The tree
-is serialised with ``marshal`` format 2 (which, unlike formats 3+, writes no
-back-references that depend on reference counts) and hashed with BLAKE2b. The
-result is identical across processes, ``PYTHONHASHSEED`` values and machines of
-the same byte order: Python's salted ``hash()`` is never used.
+The fingerprint is ``merkle.fingerprint``: a Merkle hash of the state's parts, each part's digest
+computed once per object (see ``merkle`` for what is hashed and the collision probability). It is
+identical across processes, ``PYTHONHASHSEED`` values and machines: Python's salted ``hash()`` is
+never used.
 
-The bytes are also how states travel between Spark processes (``encode`` /
-``decode``): encoding is a by-product of fingerprinting, and decoding fills the
-canonical-form memo, so the successors of a decoded state are fingerprinted as
-cheaply as in the process that found it.
+The encoding (``encode`` / ``decode``) is how a state travels between processes (the explorer's
+workers, Spark): a canonical tree of ints, strs, bools, None, tuples and lists, where an attrs
+value becomes ``["module:Class", field...]``, a frozenset ``["#set", item...]`` sorted, a
+``FrozenMap`` ``["#map", (key, value)...]``; a list is never anything else, so the tree decodes
+back to the state. It is serialised with ``marshal`` format 2 (which, unlike formats 3+, writes no
+back-references that depend on reference counts). Decoding fills the canonical-form memo, so the
+successors of a decoded state are encoded as cheaply as in the process that found it.
 """
 from __future__ import annotations
 
 import importlib
 import marshal
 import operator
-from hashlib import blake2b
 from typing import Any
 
 import attrs
 
+from . import merkle
 from .values import FrozenMap
+
+# The compiled Merkle hash when it was built, else the same function in Python.
+fingerprint = merkle._merkle.fingerprint if merkle._merkle is not None else merkle.fingerprint
 
 _PRIMITIVE = frozenset({int, str, bool, type(None), bytes, float})
 _converters: dict[type, Any] = {}
@@ -100,14 +102,14 @@ def _converter(v, t):
     elif attrs.has(t):
         conv = _attrs_converter(t)
     else:
-        raise TypeError(f"cannot fingerprint a value of type {t.__name__}: use ints, strs, tuples, "
+        raise TypeError(f"cannot encode a value of type {t.__name__}: use ints, strs, tuples, "
                         f"frozensets, FrozenMap or attrs classes")
     _converters[t] = conv
     return conv
 
 
 def _canon_top(state):
-    """Like ``canon``, without memoising the state itself: it is fingerprinted once,
+    """Like ``canon``, without memoising the state itself: it is encoded once,
     and its entry would only evict the shared sub-values that make the memo pay."""
     t = type(state)
     if t in _PRIMITIVE:
@@ -118,18 +120,6 @@ def _canon_top(state):
 def encode(state) -> bytes:
     """The canonical byte encoding of a state."""
     return marshal.dumps(_canon_top(state), 2)
-
-
-def fingerprint(state) -> int:
-    """A 64-bit signed fingerprint (fits a Parquet/Spark LongType)."""
-    return int.from_bytes(blake2b(marshal.dumps(_canon_top(state), 2), digest_size=8).digest(),
-                          "little", signed=True)
-
-
-def fingerprint_encoded(state) -> tuple[int, bytes]:
-    """The fingerprint and the encoding it hashes, from one canonicalisation."""
-    data = marshal.dumps(_canon_top(state), 2)
-    return int.from_bytes(blake2b(data, digest_size=8).digest(), "little", signed=True), data
 
 
 def _class(tag: str) -> type:
@@ -179,7 +169,7 @@ def _build(node):
 
 
 def decode(data: bytes):
-    """The state ``encode`` (or ``fingerprint_encoded``) wrote."""
+    """The state ``encode`` wrote."""
     node = marshal.loads(data)
     t = type(node)
     if t is list:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from pulsar_verify import registry
 from pulsar_verify.explorer import peak_rss_mb, run_with, states_along
-from pulsar_verify.fingerprint import decode, encode, fingerprint, fingerprint_encoded
+from pulsar_verify.fingerprint import decode, encode, fingerprint
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import DEADLOCK, Action, Model, UsageError
 from pulsar_verify.results import Result, Violation
@@ -203,10 +203,7 @@ def _expand(model, states, parts: int, edges: Path | None):
             for prop in action_props:
                 if not prop.check(model, s, a, t):
                     action_bad.append((prop.id, fp, key))
-            if symmetric:
-                tf, data = fingerprint(model.canonicalize(t)), encode(t)
-            else:
-                tf, data = fingerprint_encoded(t)
+            tf, data = fingerprint(model.canonicalize(t) if symmetric else t), encode(t)
             if edge_cols is not None:
                 edge_cols[0].append(fp)
                 edge_cols[1].append(key)

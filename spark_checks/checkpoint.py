@@ -37,7 +37,7 @@ from pathlib import Path
 
 from pulsar_verify.model import Action, UsageError
 
-FORMAT = "pulsar-verify/spark-checkpoint/2"
+FORMAT = "pulsar-verify/spark-checkpoint/3"  # 3: Merkle fingerprints
 
 
 def _pa():
