@@ -7,8 +7,15 @@ the same state space searched with nothing but successor generation and a set of
 values (no fingerprint, parents, coverage or checks: what CPython allows at best); and every
 protocol model at each of its in-process bound sets (what checking a real model costs).
 
-    python bench/explore_speed.py            # all cases
+With ``spin`` installed (``apt-get install spin``), the Spin reference run of PIP-473
+(``../shared/anchors/spin/run.sh``: a compiled explicit-state checker on a Promela model of the same
+protocol, reachability only, one core) runs last, and its states/s is compared with pip-473
+``faults`` on one core. The two models abstract differently, so the ratio compares checkers
+per state explored, not state spaces.
+
+    python bench/explore_speed.py            # all cases, then Spin
     python bench/explore_speed.py --case pip-473/faults
+    python bench/explore_speed.py --spin-only
 """
 from __future__ import annotations
 
@@ -17,10 +24,14 @@ import gc
 import json
 import operator
 import os
+import re
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import attrs
 
@@ -116,16 +127,50 @@ def run_case(case: str) -> dict:
     return out
 
 
+SPIN_ANCHOR = Path(os.environ.get("SPIN_ANCHOR", Path(__file__).resolve().parents[2] / "shared/anchors/spin"))
+
+
+def spin_reference() -> dict | None:
+    """The anchor's reachability run as written (2 txns x 2 segments, a crash per participant), in this
+    process tree: states, seconds and states/s as pan reports them; None without spin or the anchor."""
+    if shutil.which("spin") is None or not (SPIN_ANCHOR / "run.sh").is_file():
+        return None
+    with tempfile.TemporaryDirectory() as results:
+        proc = subprocess.run(["bash", str(SPIN_ANCHOR / "run.sh"), "aswritten"], capture_output=True, text=True,
+                              env={**os.environ, "ONLY_REACH": "1", "TMO": "300", "RESULTS": results})
+    m = re.search(r"^reach\s+DONE\s+states=(\d+)\s.*\bt=([\d.]+)\s*s\s+rate=([\d.]+)", proc.stdout, re.M)
+    if not m:
+        return {"error": (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]}
+    return {"states": int(m[1]), "seconds": float(m[2]), "states_per_s": round(float(m[3]))}
+
+
+def print_spin(ours: dict | None) -> None:
+    spin = spin_reference()
+    if spin is None:
+        print("spin: not installed (apt-get install spin) or no anchor at", SPIN_ANCHOR)
+    elif "error" in spin:
+        print("spin: the anchor run failed:", spin["error"][0])
+    else:
+        line = f"spin (pan, one core, PIP-473 anchor as written): {spin['states']:,} states in {spin['seconds']} s, " \
+               f"{spin['states_per_s']:,} states/s"
+        if ours:
+            line += f"; pip-473/faults on one core: {ours['states_per_s']:,} states/s, " \
+                    f"Spin/ours = {spin['states_per_s'] / ours['states_per_s']:.1f}"
+        print(line, flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case")
+    ap.add_argument("--spin-only", action="store_true", help="only the Spin reference (and pip-473/faults for the ratio)")
     args = ap.parse_args()
     if args.case:
         print(json.dumps(run_case(args.case)))
         return
+    faults = None
     print(f"{'case':<34} {'states':>9} {'transitions':>12} {'seconds':>8} {'states/s':>9} {'peak MB':>8} "
           f"{'all cores s':>11} {'speed-up':>8} {'/s/core':>8} {'+liveness s':>11}")
-    for case in cases():
+    for case in (["pip-473/faults"] if args.spin_only else cases()):
         proc = subprocess.run([sys.executable, __file__, "--case", case], capture_output=True, text=True)
         if proc.returncode:
             print(f"{case:<22} failed: {proc.stderr.strip().splitlines()[-1]}")
@@ -135,6 +180,9 @@ def main() -> None:
               f"{r['states_per_s']:>9,} {r['peak_mb']:>8} {r.get('all_cores_s', '-'):>11} "
               f"{r.get('speedup', '-'):>8} {r.get('per_core', '-'):>8} {r.get('with_liveness_s', '-'):>11}",
               flush=True)
+        if case == "pip-473/faults":
+            faults = r
+    print_spin(faults)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ SEC_ACKS = "MetadataPendingAckStore: commit applies acks to the cursor, abort dr
 @PROPERTIES.action_property("header-state-machine",
                             "A txn header only goes OPEN -> COMMITTED or OPEN -> ABORTED, once", SEC_HEADER)
 def header_state_machine(m, s, a, t):
+    if t.headers is s.headers and t.decided is s.decided:  # the step left both as they were
+        return True
     for txn, before in s.headers:
         after = t.headers.get(txn)
         if after is not None and after.state != before.state and before.state != OPEN:

@@ -23,7 +23,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from .fingerprint import decode, encode, fingerprint
-from .liveness import check_liveness
+from .liveness import check_liveness, reverse_graph
 from .model import DEADLOCK, Action, Model
 from .results import Result, Violation
 
@@ -469,8 +469,9 @@ class Explorer:
         result.never_fired = sorted(set(model.action_names()) - set(coverage))
         if self.check_liveness and result.complete:
             result.liveness_checked = True
+            reverse = reverse_graph(self.graph)
             for prop in model.liveness:
-                lasso, unreachable = check_liveness(self, prop)
+                lasso, unreachable = check_liveness(self, prop, reverse)
                 result.unreachable_goal[prop.id] = unreachable
                 if lasso is not None:
                     violated[prop.id] = lasso

@@ -15,8 +15,6 @@ import heapq
 from collections import deque
 from typing import Protocol
 
-import networkx as nx
-
 from .model import Action, Model, Property
 from .results import Violation
 
@@ -54,9 +52,64 @@ def _path_within(graph, nodes: set, src: int, dst: int) -> list[tuple[Action, in
     raise AssertionError("nodes of one SCC must be mutually reachable")
 
 
-def check_liveness(ex: StateGraph, prop: Property) -> tuple[Violation | None, int]:
+def reverse_graph(graph: dict) -> dict[int, list[int]]:
+    """Predecessors of each state (built once per graph, shared by the properties)."""
+    reverse: dict[int, list[int]] = {}
+    for u, edges in graph.items():
+        for _, v in edges:
+            reverse.setdefault(v, []).append(u)
+    return reverse
+
+
+def _components(nodes, adj: dict) -> list[set]:
+    """Strongly connected components of a graph given as ``adj`` (node -> successors, without
+    repeats), visiting ``nodes`` in order: networkx's ``strongly_connected_components`` (Nuutila's
+    variant of Tarjan's algorithm, iterative) over plain adjacency lists, so the components, their
+    order and each set's iteration order are what networkx gives, without building its graph."""
+    preorder: dict = {}
+    lowlink: dict = {}
+    found: set = set()
+    pending: list = []
+    i = 0
+    out = []
+    neighbors = {v: iter(adj[v]) for v in nodes}
+    for source in nodes:
+        if source in found:
+            continue
+        queue = [source]
+        while queue:
+            v = queue[-1]
+            if v not in preorder:
+                i += 1
+                preorder[v] = i
+            done = True
+            for w in neighbors[v]:
+                if w not in preorder:
+                    queue.append(w)
+                    done = False
+                    break
+            if done:
+                low = preorder[v]
+                for w in adj[v]:
+                    if w not in found:
+                        low = min(low, lowlink[w] if preorder[w] > preorder[v] else preorder[w])
+                lowlink[v] = low
+                queue.pop()
+                if low == preorder[v]:
+                    scc = {v}
+                    while pending and preorder[pending[-1]] > preorder[v]:
+                        scc.add(pending.pop())
+                    found.update(scc)
+                    out.append(scc)
+                else:
+                    pending.append(v)
+    return out
+
+
+def check_liveness(ex: StateGraph, prop: Property, reverse: dict | None = None) -> tuple[Violation | None, int]:
     """Returns the lasso of the shortest fair cycle (or None) and the number of
-    states, reachable from a trigger, from which the goal can never be reached."""
+    states, reachable from a trigger, from which the goal can never be reached.
+    ``reverse`` is ``reverse_graph(ex.graph)``, when the caller checks several properties."""
     index = ex.model.liveness.index(prop)
     labels = ex.labels
     graph = ex.graph
@@ -75,10 +128,8 @@ def check_liveness(ex: StateGraph, prop: Property) -> tuple[Violation | None, in
                 queue.append(v)
 
     # States that can still reach the goal (backwards over the whole graph).
-    reverse: dict[int, list[int]] = {}
-    for u, edges in graph.items():
-        for _, v in edges:
-            reverse.setdefault(v, []).append(u)
+    if reverse is None:
+        reverse = reverse_graph(graph)
     can_reach = {fp for fp in graph if labels[fp][1][index][1]}
     queue = deque(can_reach)
     while queue:
@@ -89,14 +140,11 @@ def check_liveness(ex: StateGraph, prop: Property) -> tuple[Violation | None, in
                 queue.append(u)
     unreachable = sum(1 for fp in reach if fp not in can_reach)
 
-    sub = nx.DiGraph()
-    sub.add_nodes_from(reach)
-    sub.add_edges_from((u, v) for u in reach for _, v in graph[u] if v in reach)
+    adj = {u: list(dict.fromkeys(v for _, v in graph[u] if v in reach)) for u in reach}
     fair_sccs = [({u}, []) for u in reach if not any(a.name in fair for a, _ in graph[u])]  # stutters
-    for comp in nx.strongly_connected_components(sub):
-        comp = set(comp)
+    for comp in _components(reach, adj):
         node = next(iter(comp))
-        if len(comp) == 1 and not sub.has_edge(node, node):
+        if len(comp) == 1 and node not in adj[node]:
             continue
         inside = [(u, a, v) for u in comp for a, v in graph[u] if v in comp]
         taken = {a for _, a, _ in inside}

@@ -166,19 +166,14 @@ def variants_of(as_written: str, fixes: dict[str, str], mutants: dict[str, str])
 
 
 class Config:
-    """Bounds, fault switches and the variant of one model instance (immutable)."""
-
-    __slots__ = ("variant", "_values")
+    """Bounds, fault switches and the variant of one model instance (immutable). Each value is an
+    attribute of the instance (``config.txns``): models read them on every step."""
 
     def __init__(self, variant: str, values: dict[str, Any]):
-        object.__setattr__(self, "variant", variant)
-        object.__setattr__(self, "_values", dict(values))
-
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self._values[key]
-        except KeyError:
-            raise AttributeError(key) from None
+        clash = {"variant", "_values", "as_dict"} & set(values)
+        if clash:
+            raise ModelDefinitionError(f"a model setting may not be named {sorted(clash)[0]!r}")
+        self.__dict__.update(values, variant=variant, _values=dict(values))
 
     def __setattr__(self, key, value):
         raise AttributeError("Config is immutable")

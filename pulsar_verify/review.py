@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -71,8 +72,16 @@ def _one_run(name, variant, preset, engine, into: Path, final: Path, master="loc
 
 
 def _local_job(job):
-    name, variant, preset, into, final = job
-    return (name, variant, preset), _one_run(name, variant, preset, "local", into, final)
+    """One job of the pool: an exploration, a Hypothesis machine, or a Z3 obligation (by its index)."""
+    kind, name, variant, preset, into, final, nightly = job
+    if kind == "z3":
+        from .properties import registry as obligations
+        return job, obligations()[preset].run()
+    if kind == "hypothesis":
+        from .hypo import run_machine
+        cls = registry.model_class(name)
+        return job, run_machine(cls(cls.make_config(variant, values=cls.hypothesis_bounds)), into, nightly)
+    return job, _one_run(name, variant, preset, "local", into, final)
 
 
 def _progress(name, variant, preset, engine, outcome) -> None:
@@ -84,33 +93,76 @@ def _progress(name, variant, preset, engine, outcome) -> None:
           f"{outcome.seconds:7.2f}s  violated: {violated}", flush=True)
 
 
-def _local_runs(runs, staging: Path, out: Path, workers: int) -> dict:
-    """The in-process explorations, each in a worker process (forked before any Spark session starts):
-    each run is the one-process run, so counts, verdicts and counterexamples are the same for any
-    ``workers``. Each run's line is printed as it ends."""
-    jobs = [(n, v, p, staging / n / v / p / "local", out / n / v / p / "local") for n, v, p, _ in runs]
-    done = {}
-    pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None
-    try:
-        for key, outcome in (pool.imap_unordered if pool else map)(_local_job, jobs):
-            _progress(*key, "local", outcome)
-            done[key] = outcome
-    finally:
-        if pool:
+def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
+                nightly: bool) -> tuple[dict, dict, dict]:
+    """The in-process explorations, the Hypothesis machines and the Z3 obligations (given as indices
+    into the registry), each in a worker process (forked before any Spark session starts); the
+    machines first (shrinking a failure takes minutes, so they run beside the explorations), on
+    ``pool`` (or in this process if it is None). Each run is the one-process run, so counts, verdicts
+    and counterexamples are the same for any number of workers. Each line is printed as its job ends."""
+    from .properties import registry as obligations
+    every = obligations()
+    jobs = [("hypothesis", n, v, None, staging / n / v / "hypothesis", None, nightly) for n, v in machines]
+    jobs += [("z3", every[i].model, None, i, None, None, nightly) for i in proofs]
+    jobs += [("local", n, v, p, staging / n / v / p / "local", out / n / v / p / "local", nightly) for n, v, p, _ in runs]
+    done, hypothesis, verdicts = {}, {}, {}
+    for (kind, name, variant, preset, *_), outcome in (pool.imap_unordered if pool else map)(_local_job, jobs):
+        if kind == "z3":
+            o = every[preset]
+            verdicts[preset] = outcome
+            print(f"{o.model:<9} {'z3 ' + o.name:<36} {', '.join(o.variants):<24} {outcome.status} "
+                  f"({outcome.seconds:.2f}s)", flush=True)
+            continue
+        if kind == "hypothesis":
+            examples, failed = hypothesis[name, variant] = outcome
+            print(f"{name:<9} {variant:<36} hypothesis {examples} examples  violated: "
+                  f"{', '.join(sorted(failed)) or '-'}", flush=True)
+            continue
+        _progress(name, variant, preset, "local", outcome)
+        done[name, variant, preset] = outcome
+    return done, hypothesis, verdicts
+
+
+def _alongside(local: tuple, nightly: bool, workers: int, spark) -> tuple[dict, dict, dict]:
+    """The local jobs on a pool of ``workers`` processes (forked first, before any Spark session) and,
+    meanwhile, ``spark()`` in this process: the Spark runs spend most of their time waiting on the JVM,
+    so they cost the local jobs little. The local results, with the Spark runs' outcomes added to the
+    first dict under ``("spark", model, variant, bounds)``."""
+    if workers <= 1:
+        done, hypothesis, verdicts = _local_runs(*local, None, nightly)
+        spark_done = spark()
+    else:
+        pool = multiprocessing.get_context("fork").Pool(workers)
+        box: dict = {}
+
+        def collect():
+            try:
+                box["local"] = _local_runs(*local, pool, nightly)
+            except BaseException as exc:  # noqa: BLE001 - raised again below, in the caller's thread
+                box["error"] = exc
+        collector = threading.Thread(target=collect, daemon=True)
+        collector.start()
+        try:
+            spark_done = spark()
+            collector.join()
+        finally:
             pool.terminate()
-    return done
+        if "error" in box:
+            raise box["error"]
+        done, hypothesis, verdicts = box["local"]
+    done.update((("spark", *key), outcome) for key, outcome in spark_done.items())
+    return done, hypothesis, verdicts
 
 
 def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: str, nightly: bool,
         expectations: Path, update: bool, workers: int = 1) -> int:
-    from .hypo import run_machine
     from .properties import registry as obligations
 
     expected = read_expectations(expectations, classes, update)
     if update:
         write_text(expectations, json.dumps(expected, indent=1, sort_keys=True) + "\n")  # writable, before any work
     with replacing(out) as staging:
-        rows, hypothesis, errors, tracebacks, proofs = [], {}, [], [], {}
+        rows, errors, tracebacks, proofs = [], [], [], {}
         runs = []  # (model, variant, bounds, engine) in the report's order
         for cls in classes:
             presets = list(cls.in_process_presets()) + (list(cls.large_presets) if nightly else [])
@@ -123,33 +175,31 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
                     else:
                         engines_here = [e for e in engines if e == "local" or preset == "default"]
                     runs += [(cls.name, variant, preset, engine) for engine in engines_here]
-        done = _local_runs([r for r in runs if r[3] == "local"], staging, out, workers)
+        machines = [(cls.name, variant) for cls in classes for variant in _hypothesis_variants(cls)]
+        names = {cls.name for cls in classes}
+        selected = [i for i, o in enumerate(obligations()) if o.model in names and (nightly or not o.minutes)]
+        local = ([r for r in runs if r[3] == "local"], machines, selected, staging, out)
+
+        def spark() -> dict:
+            outcomes = {}
+            for name, variant, preset, engine in runs:
+                if engine == "spark":
+                    run_dir = Path(name, variant, preset, engine)
+                    outcome = _one_run(name, variant, preset, engine, staging / run_dir, out / run_dir, master)
+                    _progress(name, variant, preset, engine, outcome)
+                    outcomes[name, variant, preset] = outcome
+            return outcomes
+        done, hypothesis, verdicts = _alongside(local, nightly, workers, spark)
         for name, variant, preset, engine in runs:
-            run_dir = Path(name, variant, preset, engine)
-            if engine == "local":
-                outcome = done[name, variant, preset]
-            else:
-                outcome = _one_run(name, variant, preset, engine, staging / run_dir, out / run_dir, master)
-                _progress(name, variant, preset, engine, outcome)
+            outcome = done[name, variant, preset] if engine == "local" else done["spark", name, variant, preset]
             if isinstance(outcome, str):  # a model bug: reported, and the rest of the review goes on
                 errors.append(outcome.splitlines()[0])
                 tracebacks.append(f"== {outcome}")
                 continue
             rows.append((name, variant, preset, engine, registry.build(name, variant, preset=preset), outcome))
-        for cls in classes:
-            for variant in _hypothesis_variants(cls):
-                model = cls(cls.make_config(variant, values=cls.hypothesis_bounds))
-                examples, failed = run_machine(model, staging / cls.name / variant / "hypothesis", nightly)
-                hypothesis[cls.name, variant] = (examples, failed)
-                print(f"{cls.name:<9} {variant:<36} hypothesis {examples} examples  violated: "
-                      f"{', '.join(sorted(failed)) or '-'}", flush=True)
-        names = {cls.name for cls in classes}
-        for o in obligations():
-            if o.model in names and (nightly or not o.minutes):
-                v = o.run()
-                proofs.setdefault(o.model, []).append((o, v))
-                print(f"{o.model:<9} {'z3 ' + o.name:<36} {', '.join(o.variants):<24} {v.status} ({v.seconds:.2f}s)",
-                      flush=True)
+        every = obligations()
+        for i in selected:  # in the registry's order, whatever order they ended in
+            proofs.setdefault(every[i].model, []).append((every[i], verdicts[i]))
         table = report.cells(rows, hypothesis)
         got = report.verdicts(table)
         mismatches = None if update else report.compare(expected, got)

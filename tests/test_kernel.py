@@ -203,6 +203,14 @@ def test_several_workers_give_the_one_process_run(name, variant, preset, depth):
     assert signature(two) == signature(one)
 
 
+def test_three_workers_share_uneven_levels():
+    """Three workers on two cores: levels that do not split evenly, states handed between workers at
+    every level (the single initial state's worker finds the whole second level), the same run."""
+    one, _ = explore(registry.build("pip-473", "as-written", preset="faults"), max_depth=9)
+    three, _ = explore(registry.build("pip-473", "as-written", preset="faults"), max_depth=9, workers=3)
+    assert signature(three) == signature(one)
+
+
 def test_bounds_make_the_run_incomplete():
     result, _ = explore(lock("atomic-acquire"), max_depth=2)
     assert not result.complete and result.depth == 2 and result.distinct_states == 6
