@@ -11,7 +11,8 @@ process.
     python bench/spark_scaling.py --nightly v4-txn/two-topics/off-segment-markers --set writes=2 \
         --no-liveness --engines local[2] --partitions 8                              # the 10M-state nightly
 
-``floor`` is the Spark engine's own Python work per state, in one process without Spark (see
+``local-all`` is the in-process explorer on every core (``explore --workers``), what Spark on the
+same machine competes with. ``floor`` is the Spark engine's own Python work per state, in one process without Spark (see
 ``floor()``): twice its rate bounds what local[2] can reach on this machine.
 
 A case is MODEL/BOUNDS[/VARIANT]; the variant defaults to the model's fix of every finding (a
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -31,7 +33,7 @@ from pathlib import Path
 
 CASES = ["pip-473/two-segments", "v4-txn/two-topics/off-segment-markers", "pip-373/two-txns",
          "pip-468/two-consumers-failover", "pip-477/cursor"]
-ENGINES = ["local", "local[1]", "local[2]"]
+ENGINES = ["local", "local-all", "local[1]", "local[2]"]
 
 
 def parse_case(case: str) -> tuple[str, str, str]:
@@ -46,8 +48,9 @@ def one(case: str, engine: str, liveness: bool = True, values: dict | None = Non
     name, bounds, variant = parse_case(case)
     model = registry.build(name, variant, values or {}, preset=bounds)
     started = time.perf_counter()
-    if engine == "local":
-        result, _ = explore(model, check_liveness=liveness)
+    if engine in ("local", "local-all"):
+        workers = (os.cpu_count() or 1) if engine == "local-all" else 1
+        result, _ = explore(model, check_liveness=liveness, workers=workers)
         overhead = None
     elif engine == "floor":
         return floor(case, model, liveness)
@@ -118,7 +121,7 @@ def run(case: str, engine: str, extra: list[str]) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--case", action="append", help="MODEL/BOUNDS[/VARIANT] (default: every model's largest)")
-    p.add_argument("--engines", default=",".join(ENGINES), help="comma-separated: local, local[N]")
+    p.add_argument("--engines", default=",".join(ENGINES), help="comma-separated: local, local-all, local[N], floor")
     p.add_argument("--nightly", metavar="CASE", help="one case, to completion, on each engine: the nightly run")
     p.add_argument("--no-liveness", action="store_true",
                    help="safety properties only, on every engine (no state graph, no transition files)")
