@@ -6,10 +6,10 @@ shortest counterexample of each violated property is kept. A violating state
 is not expanded further (what lies beyond a broken state is not evidence).
 
 With ``workers`` > 1 the search is the same level-synchronous BFS with the
-expansion done by forked worker processes (``_run_workers``): each level's
-frontier is cut into slices that go to them in turn, and the results are merged
-in frontier order, so parents, counts, verdicts and counterexamples are those
-of the one-process run.
+expansion done by forked worker processes (``_run_workers``): each worker expands
+the frontier states it owns and keeps what it finds, and the parent merges their
+results in frontier order, so parents, counts, verdicts and counterexamples are
+those of the one-process run.
 """
 from __future__ import annotations
 
