@@ -23,12 +23,11 @@ from typing import Any
 import attrs
 
 from . import merkle
-from .values import FrozenMap
+from .values import PRIMITIVES as _PRIMITIVE, FrozenMap
 
 # The compiled Merkle hash when it was built, else the same function in Python.
 fingerprint = merkle._merkle.fingerprint if merkle._merkle is not None else merkle.fingerprint
 
-_PRIMITIVE = frozenset({int, str, bool, type(None), bytes, float})
 _converters: dict[type, Any] = {}
 _classes: dict[str, type] = {}  # "module:Class" -> class, for decoding
 # Canonical forms of immutable containers, by identity. Successor states share most of

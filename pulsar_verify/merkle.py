@@ -30,7 +30,7 @@ from hashlib import blake2b
 
 import attrs
 
-from .values import FrozenMap
+from .values import PRIMITIVES, FrozenMap
 
 try:
     from . import _merkle
@@ -38,7 +38,6 @@ except ImportError:  # no compiler where the package was installed: the referenc
     _merkle = None
 
 K_MAP, K_ATTRS = 2, 4  # the kinds _merkle.c knows (tuples and frozensets it tells by their type)
-_PRIMITIVE = frozenset({int, str, bool, type(None), bytes, float})
 
 
 def _b2(data: bytes) -> bytes:
@@ -114,7 +113,7 @@ def _digest(v) -> bytes:
 
 def digest(v) -> bytes:
     """The 16-byte digest of a value (the value itself is not memoised)."""
-    if type(v) in _PRIMITIVE:
+    if type(v) in PRIMITIVES:
         return _b2(_record(v))
     return _b2(_node(v))
 

@@ -5,6 +5,9 @@ from typing import Any, Iterable
 
 import attrs
 
+# The leaf types of a state: everything else in it is a tuple, frozenset, FrozenMap or attrs value.
+PRIMITIVES = frozenset({int, str, bool, type(None), bytes, float})
+
 
 class FrozenMap(tuple):
     """An immutable, hashable map kept as a tuple of ``(key, value)`` pairs sorted by key.
