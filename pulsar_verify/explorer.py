@@ -63,6 +63,15 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def state_key(model: Model) -> Callable[[Any], int]:
+    """The fingerprint a search files a state under: that of its symmetry representative when the
+    model declares one (overrides ``canonicalize``), else its own."""
+    if type(model).canonicalize is Model.canonicalize:
+        return fingerprint
+    canonicalize = model.canonicalize
+    return lambda s: fingerprint(canonicalize(s))
+
+
 def goal_flags(model: Model, goals: list, s) -> tuple:
     """A state's liveness label: (trigger holds, goal holds) per liveness property."""
     return tuple((trig is None or bool(trig(model, s)), bool(goal(model, s))) for trig, goal in goals)
@@ -103,8 +112,7 @@ class _Worker:
 
     def expand(self, expand: bool) -> None:
         ex, model, send = self.ex, self.ex.model, self.conn.send
-        canonicalize = model.canonicalize
-        symmetric = type(model).canonicalize is not Model.canonicalize
+        key = state_key(model)
         invariants = [p.check for p in model.invariants]
         action_props = [p.check for p in model.action_properties]
         goals = [(p.trigger, p.goal) for p in model.liveness] if ex.graph is not None else None
@@ -123,7 +131,7 @@ class _Worker:
                     for i, check in enumerate(action_props):
                         if not check(model, s, a, t):
                             failed.append((k, i))
-                    tf = fingerprint(canonicalize(t) if symmetric else t)
+                    tf = key(t)
                     if tf not in found:
                         found[tf] = t
                     n = numbers.get(a)
@@ -198,8 +206,7 @@ class Explorer:
         model = self.model
         result = Result(model.name, model.config.variant, model.config.as_dict(), properties=run_with(model))
         started = time.perf_counter()
-        canonicalize = model.canonicalize
-        symmetric = type(model).canonicalize is not Model.canonicalize
+        key = state_key(model)
         invariants = [(p, p.check) for p in model.invariants]
         action_props = [(p, p.check) for p in model.action_properties]
         successors = model.successors
@@ -219,7 +226,7 @@ class Explorer:
 
         frontier = []
         for s in model.init_states():
-            fp = fingerprint(canonicalize(s) if symmetric else s)
+            fp = key(s)
             if fp in parents:
                 continue
             parents[fp] = (None, None)
@@ -256,7 +263,7 @@ class Explorer:
                     for prop, check in action_props:
                         if not check(model, s, a, t):
                             report(prop, fp, (a, t))
-                    tf = fingerprint(canonicalize(t) if symmetric else t)
+                    tf = key(t)
                     if graph is not None:
                         edges.append((a, tf))
                     if tf in parents:
@@ -324,8 +331,7 @@ class Explorer:
         model = self.model
         result = Result(model.name, model.config.variant, model.config.as_dict(), properties=run_with(model))
         started = time.perf_counter()
-        canonicalize = model.canonicalize
-        symmetric = type(model).canonicalize is not Model.canonicalize
+        key = state_key(model)
         parents = self.parents
         violated: dict[str, Violation] = {}
         report = self._reporter(violated)
@@ -333,7 +339,7 @@ class Explorer:
         frontier: list[tuple[int, int]] = []  # (fingerprint, owning worker), in frontier order
         self._initial = [[] for _ in range(workers)]
         for s in model.init_states():
-            fp = fingerprint(canonicalize(s) if symmetric else s)
+            fp = key(s)
             if fp not in parents:
                 parents[fp] = (None, None)
                 self.init_by_fp[fp] = s

@@ -38,8 +38,8 @@ from collections import Counter
 from pathlib import Path
 
 from pulsar_verify import registry
-from pulsar_verify.explorer import peak_rss_mb, run_with, states_along
-from pulsar_verify.fingerprint import decode, encode, fingerprint
+from pulsar_verify.explorer import peak_rss_mb, run_with, state_key, states_along
+from pulsar_verify.fingerprint import decode, encode
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import DEADLOCK, Action, Model, UsageError
 from pulsar_verify.results import Result, Violation
@@ -61,10 +61,6 @@ def _model(spec) -> Model:
         name, variant, values = spec
         model = _models[spec] = registry.build(name, variant, values=dict(values))
     return model
-
-
-def _symmetric(model) -> bool:
-    return type(model).canonicalize is not Model.canonicalize
 
 
 def _labels(model, state, graph: bool = True) -> bytes | None:
@@ -183,7 +179,7 @@ def _ship(best: dict, parts: int):
 def _expand(model, states, parts: int, edges: Path | None):
     """Successors of ``states`` [(fp, state)], shipped to their partitions; returns the
     transitions, coverage, deadlocks and broken action properties of the expansion."""
-    symmetric = _symmetric(model)
+    fp_of = state_key(model)
     action_props = model.action_properties
     transitions = 0
     coverage: Counter = Counter()
@@ -203,7 +199,7 @@ def _expand(model, states, parts: int, edges: Path | None):
             for prop in action_props:
                 if not prop.check(model, s, a, t):
                     action_bad.append((prop.id, fp, key))
-            tf, data = fingerprint(model.canonicalize(t) if symmetric else t), encode(t)
+            tf, data = fp_of(t), encode(t)
             if edge_cols is not None:
                 edge_cols[0].append(fp)
                 edge_cols[1].append(key)
@@ -318,12 +314,12 @@ class SparkExplorer:
     def _initial(self) -> dict:
         import numpy as np
         model = self.model
-        symmetric = _symmetric(model)
+        fp_of = state_key(model)
         violated = []
         names = links_schema().names
         cols = [{name: [] for name in names} for _ in range(self.parts)]
         for s in model.init_states():
-            fp = fingerprint(model.canonicalize(s) if symmetric else s)
+            fp = fp_of(s)
             if fp in self.init_by_fp:
                 continue
             self.init_by_fp[fp] = s
@@ -353,9 +349,9 @@ class SparkExplorer:
         self.ckpt.verify(manifest)
         self.parts = manifest["partitions"]  # the files are laid out for these
         model = self.model
-        symmetric = _symmetric(model)
+        fp_of = state_key(model)
         for s in model.init_states():
-            self.init_by_fp.setdefault(fingerprint(model.canonicalize(s) if symmetric else s), s)
+            self.init_by_fp.setdefault(fp_of(s), s)
         if sorted(self.init_by_fp) != manifest.get("init"):
             raise UsageError(f"checkpoint {self.ckpt.root} was made by a different version of the model "
                              f"(its initial states differ); use --fresh to discard it")
