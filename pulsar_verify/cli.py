@@ -88,6 +88,8 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--no-liveness", action="store_true",
                     help="safety properties only: no state graph is kept (engine spark: no transition files), "
                          "so runs of tens of millions of states fit in memory; liveness is reported not checked")
+    ex.add_argument("--no-reduction", action="store_true",
+                    help="the full search: no symmetry reduction (see list for the interchangeable actors)")
     ex.add_argument("--json", action="store_true", help="print the summary as JSON")
     ex.add_argument("--quiet", action="store_true", help="no progress display")
 
@@ -143,6 +145,7 @@ def cmd_list(args) -> int:
             "bounds": {name: {**{k: p.default for k, p in cls.params.items()}, **values}
                        for name, values in cls.presets.items()},
             "large_bounds": list(cls.large_presets),
+            "interchangeable": dict(cls.interchangeable),
             "properties": [{"id": p.id, "kind": p.kind, "statement": p.statement, "section": p.section,
                             **({"fair": list(p.fair)} if p.kind == "liveness" else {})}
                            for p in cls.checked_properties()],
@@ -156,6 +159,8 @@ def cmd_list(args) -> int:
             print(f"  variant {v['name']:<28} {v['kind']:<10} {v['description']}")
         for k, p in row["params"].items():
             print(f"  set     {k + '=' + str(p['default']):<28} {p['help']}")
+        for k, why in row["interchangeable"].items():
+            print(f"  symmetry {k:<27} interchangeable when 2 or more: {why}")
         for name, values in row["bounds"].items():
             changed = {k: v for k, v in values.items() if v != row["params"][k]["default"]}
             tag = " (Spark-scale)" if name in row["large_bounds"] else ""
@@ -168,7 +173,8 @@ def cmd_list(args) -> int:
 
 
 def cmd_explore(args) -> int:
-    model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds)
+    model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds,
+                           reduction=not args.no_reduction)
     out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds).absolute()
     progress = None if (args.quiet or args.json) else stderr_progress
     conf = _settings(args.conf, "--conf")
@@ -195,6 +201,8 @@ def human_summary(model, r: Result) -> str:
         f"{r.model} variant {r.variant}: {r.distinct_states:,} distinct states, {r.transitions:,} transitions, "
         f"depth {r.depth}{'' if r.complete else ' (bounds reached: incomplete)'}",
         f"  {r.seconds:.2f}s, {r.states_per_second:,.0f} states/s, peak memory {r.peak_rss_mb:,.0f} MB",
+        f"  symmetry reduction: {r.reduction} (one state per renaming; --no-reduction for the full search)"
+        if r.reduction else "  no symmetry reduction: the full search",
         "  action coverage: " + ", ".join(f"{k}={v:,}" for k, v in r.coverage.items()),
     ]
     if r.never_fired:

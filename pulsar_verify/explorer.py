@@ -29,11 +29,13 @@ from .results import Result, Violation
 
 
 
-def run_with(model: Model) -> list[tuple[str, str]]:
-    """(id, kind) of the properties a run of ``model`` checks: all declared (or the one ``only`` kept),
-    and deadlock freedom."""
+def new_result(model: Model, **kw) -> Result:
+    """The result a run of ``model`` fills: the properties it checks (all declared, or the one ``only``
+    kept, and deadlock freedom) and the symmetry it reduces by."""
     kept = {p.id for p in (*model.invariants, *model.action_properties, *model.liveness)}
-    return [(p.id, p.kind) for p in (*model.props, DEADLOCK) if p.id in kept or p is DEADLOCK]
+    return Result(model.name, model.config.variant, model.config.as_dict(), reduction=model.reduction,
+                  properties=[(p.id, p.kind) for p in (*model.props, DEADLOCK) if p.id in kept or p is DEADLOCK],
+                  **kw)
 
 
 def states_along(model: Model, state, actions) -> list:
@@ -65,8 +67,8 @@ def peak_rss_mb() -> float:
 
 def state_key(model: Model) -> Callable[[Any], int]:
     """The fingerprint a search files a state under: that of its symmetry representative when the
-    model declares one (overrides ``canonicalize``), else its own."""
-    if type(model).canonicalize is Model.canonicalize:
+    model reduces by a symmetry (``model.reduction``), else its own."""
+    if not model.reduction:
         return fingerprint
     canonicalize = model.canonicalize
     return lambda s: fingerprint(canonicalize(s))
@@ -204,7 +206,7 @@ class Explorer:
 
     def _run(self) -> Result:
         model = self.model
-        result = Result(model.name, model.config.variant, model.config.as_dict(), properties=run_with(model))
+        result = new_result(model)
         started = time.perf_counter()
         key = state_key(model)
         invariants = [(p, p.check) for p in model.invariants]
@@ -329,7 +331,7 @@ class Explorer:
         global _EXPLORER
         import multiprocessing
         model = self.model
-        result = Result(model.name, model.config.variant, model.config.as_dict(), properties=run_with(model))
+        result = new_result(model)
         started = time.perf_counter()
         key = state_key(model)
         parents = self.parents

@@ -205,6 +205,9 @@ class Model:
     # parameters ("Broker{broker}"); a label not listed is drawn as a step of the system.
     sequence: dict[str, str] = {}
     action_labels: Sequence[str] = ()  # every action label the model can produce
+    # Symmetry reduction: each parameter counting actors that ``canonicalize`` treats as interchangeable
+    # (``pulsar_verify.symmetry``), with the argument from the PIP text that they are.
+    interchangeable: dict[str, str] = {}
     # The module whose ``PROPERTIES`` (a PropertySet) are this model's properties; by default
     # the model's own module.
     properties_from: str = ""
@@ -216,6 +219,18 @@ class Model:
         self.invariants = [p for p in self.props if p.kind == "invariant"]
         self.action_properties = [p for p in self.props if p.kind == "action"]
         self.liveness = [p for p in self.props if p.kind == "liveness"]
+        self.reduction = self.symmetry()
+
+    def symmetry(self) -> str:
+        """The symmetry a search of this configuration reduces by, in words: each interchangeable
+        count of 2 or more; '' when there is none (the search is then the full one)."""
+        return ", ".join(f"{getattr(self.config, key)} {key} interchangeable"
+                         for key in self.interchangeable if getattr(self.config, key) >= 2)
+
+    def full_search(self) -> "Model":
+        """This model without symmetry reduction (``--no-reduction``)."""
+        self.reduction = ""
+        return self
 
     # -- declaration -----------------------------------------------------------
     @classmethod
@@ -236,8 +251,14 @@ class Model:
 
     @classmethod
     def check_declaration(cls, props: Sequence[Property]) -> None:
-        """Every name a declaration uses is the model's own: property ids are unique and each
-        fairness set names actions the model has."""
+        """Every name a declaration uses is the model's own: property ids are unique, each
+        fairness set names actions the model has, and each interchangeable count is a parameter of a
+        model that implements ``canonicalize``."""
+        for key in cls.interchangeable:
+            if key not in cls.params:
+                raise ModelDefinitionError(f"model {cls.name}: interchangeable {key!r} is no parameter of it")
+            if cls.canonicalize is Model.canonicalize:
+                raise ModelDefinitionError(f"model {cls.name} declares interchangeable {key!r} but no canonicalize")
         seen = set()
         for p in props:
             if p.id in seen:

@@ -53,9 +53,11 @@ def model_class(name: str) -> type[Model]:
 
 
 def build(name: str, variant: str = "as-written", overrides: dict[str, str] | None = None,
-          values: dict | None = None, preset: str = "default") -> Model:
+          values: dict | None = None, preset: str = "default", reduction: bool = True) -> Model:
+    """``reduction=False``: without symmetry reduction (the full search)."""
     cls = model_class(name)
-    return cls(cls.make_config(variant, overrides, values, preset))
+    model = cls(cls.make_config(variant, overrides, values, preset))
+    return model if reduction else model.full_search()
 
 
 def all_models() -> list[type[Model]]:

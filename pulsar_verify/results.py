@@ -47,6 +47,7 @@ class Result:
     unreachable_goal: dict = attrs.Factory(dict)  # liveness id -> count of states that can never reach it
     trace_files: list = attrs.Factory(list)
     properties: list = attrs.Factory(list)  # (id, kind) of every property the model was run with
+    reduction: str = ""  # the symmetry the search reduced by ('' for the full search)
 
     @property
     def properties_checked(self) -> list[str]:
@@ -65,7 +66,7 @@ class Result:
         return {
             "model": self.model, "variant": self.variant, "config": self.config, "engine": self.engine,
             "distinct_states": self.distinct_states, "transitions": self.transitions, "depth": self.depth,
-            "complete": self.complete, "seconds": round(self.seconds, 3),
+            "complete": self.complete, "reduction": self.reduction, "seconds": round(self.seconds, 3),
             "states_per_second": round(self.states_per_second, 1), "peak_rss_mb": round(self.peak_rss_mb, 1),
             "coverage": self.coverage, "never_fired": self.never_fired,
             "violations": [v.as_dict() for v in self.violations],

@@ -38,7 +38,7 @@ from collections import Counter
 from pathlib import Path
 
 from pulsar_verify import registry
-from pulsar_verify.explorer import peak_rss_mb, run_with, state_key, states_along
+from pulsar_verify.explorer import new_result, peak_rss_mb, state_key, states_along
 from pulsar_verify.fingerprint import decode, encode
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import DEADLOCK, Action, Model, UsageError
@@ -58,8 +58,8 @@ _models: dict = {}
 def _model(spec) -> Model:
     model = _models.get(spec)
     if model is None:
-        name, variant, values = spec
-        model = _models[spec] = registry.build(name, variant, values=dict(values))
+        name, variant, values, reduction = spec
+        model = _models[spec] = registry.build(name, variant, values=dict(values), reduction=reduction)
     return model
 
 
@@ -304,10 +304,12 @@ class SparkExplorer:
         self.out = Path(out)
         self.ckpt = Checkpoint(self.out / "spark")
         self.fresh = fresh
-        self.spec = (model.name, model.config.variant, tuple(sorted(model.config.as_dict().items())))
+        self.spec = (model.name, model.config.variant, tuple(sorted(model.config.as_dict().items())),
+                     bool(model.reduction))
         self.parts = partitions or max(2, self.sc.defaultParallelism)
         self.identity = {"model": model.name, "variant": model.config.variant,
-                         "config": json.loads(json.dumps(model.config.as_dict())), "graph": self.graph}
+                         "config": json.loads(json.dumps(model.config.as_dict())), "graph": self.graph,
+                         "reduction": model.reduction}
         self.init_by_fp: dict[int, object] = {}
 
     # -- level 0, or the last complete level of a checkpoint -------------------------------------
@@ -515,8 +517,7 @@ class SparkExplorer:
 
     def _result(self, manifest: dict, complete: bool) -> Result:
         model = self.model
-        result = Result(model.name, model.config.variant, model.config.as_dict(), engine=f"spark[{self.sc.master}]",
-                        properties=run_with(model))
+        result = new_result(model, engine=f"spark[{self.sc.master}]")
         wanted = {fp: level for _, level, fp, _ in manifest["violated"]}
         paths = self._paths(wanted)
         violations = []

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from pulsar_verify.model import Action, UsageError
 
-FORMAT = "pulsar-verify/spark-checkpoint/3"  # 3: Merkle fingerprints
+FORMAT = "pulsar-verify/spark-checkpoint/4"  # 3: Merkle fingerprints; 4: the symmetry in the identity
 
 
 def _pa():

@@ -194,7 +194,8 @@ def signature(result) -> tuple:
     ("toy-lock", "atomic-acquire", "default", 2), ("pip-473", "as-written", "default", None),
     ("pip-473", "as-written", "default", 6), ("v4-txn", "as-written", "sealed", None),
     ("pip-373", "as-written", "default", None), ("pip-468", "as-written", "session-failover", None),
-    ("pip-477", "as-written", "cursor", None), ("pip-477", "all-fixes", "rollback-old-down", None)])
+    ("pip-477", "as-written", "cursor", None), ("pip-477", "all-fixes", "rollback-old-down", None),
+    ("v4-txn", "as-written", "two-txns", 12)])
 def test_several_workers_give_the_one_process_run(name, variant, preset, depth):
     """``explore --workers``: the same states in the same order, so the same counts, verdicts and
     counterexamples (deadlocks and lassos included), complete or cut at a depth."""

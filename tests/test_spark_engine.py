@@ -207,3 +207,15 @@ def test_an_unreachable_master_is_a_one_line_error_in_bounded_time(tmp_path):
             "--out", str(tmp_path))
     assert time.monotonic() - started < 30
     _one_line_error(r, "cannot reach Spark master", str(port))
+
+
+def test_the_symmetry_reduced_search_on_spark_equals_local(tmp_path):
+    """Executors rebuild the model with the driver's reduction: the same reduced run (two txns of
+    ``v4-txn``, to depth 9), and a checkpoint of the reduced run is not continued as the full one."""
+    model = registry.build("v4-txn", values={"txns": 2})
+    local, _ = explore(model, max_depth=9)
+    spark = explore_spark(model, master=MASTER, out=tmp_path, max_depth=9)
+    assert_same(local, spark)
+    assert spark.reduction == local.reduction == "2 txns interchangeable"
+    with pytest.raises(UsageError, match="reduction"):
+        explore_spark(registry.build("v4-txn", values={"txns": 2}, reduction=False), master=MASTER, out=tmp_path)

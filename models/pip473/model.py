@@ -19,7 +19,9 @@ from __future__ import annotations
 from pulsar_verify.model import ComposedModel, Param, variants_of
 from pulsar_verify.values import FrozenMap
 
-from . import buffer, coordinator, dispatcher, lifecycle, pending_ack
+from pulsar_verify.symmetry import representative
+
+from . import buffer, coordinator, dispatcher, lifecycle, pending_ack, symmetry
 from .state import Buffer, Client, PendingAck, State, Sub
 
 FIXES = {
@@ -88,6 +90,8 @@ class Pip473(ComposedModel):
         "txn_ack_cumulative": "Consumer{sub}->>Segment{seg}", "trim": "Segment{seg}->>Segment{seg}",
         "seal": "Operator->>Segment{seg}", "crash": "Segment{seg}->>Segment{seg}",
         "restart": "Segment{seg}->>Segment{seg}"}
+    interchangeable = {"txns": "every txn takes the same client, TC V5, sweep, buffer and pending-ack steps; "
+                                "none compares or names txn ids (models/pip473/symmetry.py)"}
     hypothesis_bounds = {"txns": 2, "segments": 2, "late_subs": 1, "writes": 2, "acks": 1, "nontxn": 1, "crashes": 1,
                          "tc_crashes": 1, "seals": 1}
 
@@ -108,6 +112,9 @@ class Pip473(ComposedModel):
         if not self.config.tc_crashes:
             names -= {"tc_crash", "retry_end"}
         return sorted(names)
+
+    def canonicalize(self, s):
+        return representative(s, range(1, self.config.txns + 1), symmetry.signature, symmetry.rename)
 
     def init_states(self):
         c = self.config

@@ -11,7 +11,9 @@ from __future__ import annotations
 from pulsar_verify.model import ComposedModel, Param, act, variants_of
 from pulsar_verify.values import FrozenMap
 
-from . import buffer, coordinator, pending_ack
+from pulsar_verify.symmetry import representative
+
+from . import buffer, coordinator, pending_ack, symmetry
 from .state import ABORT_MARKER, ABORTED, Buffer, Client, State, Sub
 
 MUTANTS = {
@@ -65,6 +67,8 @@ class V4Txn(ComposedModel):
         "load_rebuild": "Topic{topic}->>Topic{topic}", "load_confirm": "Topic{topic}->>Topic{topic}",
         "request_flag": "Topic{topic}->>Store", "persist_flag": "Topic{topic}->>Store",
         "admin_update": "Operator->>Store", "admin_remove": "Operator->>Store"}
+    interchangeable = {"txns": "Background: every txn takes the same client, TC and broker steps; none "
+                                "compares or names txn ids (models/v4txn/symmetry.py)"}
     hypothesis_bounds = {"txns": 3, "topics": 2, "writes": 2, "acks": 1, "nontxn": 2, "crashes": 2, "seals": 2,
                          "snapshots": 2}
     def action_names(self):
@@ -76,6 +80,9 @@ class V4Txn(ComposedModel):
                  "skip_marker": "off-segment-markers" not in self.fixes}
         names = set(self.action_labels) - {"tb_recover"} | set(self.load_labels())
         return sorted(n for n in names if needs.get(n, True))
+
+    def canonicalize(self, s):
+        return representative(s, range(1, self.config.txns + 1), symmetry.signature, symmetry.rename)
 
     # -- hooks PIP-373 overrides ---------------------------------------------
     def load_labels(self):
