@@ -15,6 +15,7 @@ import itertools
 from typing import Any, Callable, Sequence
 
 from .fingerprint import fingerprint
+from .values import FrozenMap
 
 
 def representative(state: Any, ids: Sequence[int], signature: Callable[[Any, int], tuple],
@@ -91,3 +92,24 @@ def shared(fn: Callable[[Any, Renaming], Any]) -> Callable[[Any, Renaming], Any]
         _renamed[key] = (part, out)
         return out
     return renamed
+
+
+@shared
+def renamed_keys(m, ids: Renaming):
+    """A ``FrozenMap`` keyed by ids, its keys renamed."""
+    return FrozenMap((ids.get(k, k), v) for k, v in m) if m else m
+
+
+@shared
+def renamed_values(m, ids: Renaming):
+    """A ``FrozenMap`` whose values are ids, its values renamed."""
+    return FrozenMap((k, ids.get(v, v)) for k, v in m) if m else m
+
+
+@shared
+def per_id(items: tuple, ids: Renaming) -> tuple:
+    """A tuple with an item per id (id ``i`` at index ``i - 1``), its items moved with their ids."""
+    out = list(items)
+    for old, new in ids.items():
+        out[new - 1] = items[old - 1]
+    return tuple(out)

@@ -3,7 +3,7 @@ and pending-ack steps; the sweeps may pick any txn their index lists, and no ste
 set compares two txn ids or names one. Id 0 (non-transactional entries) is not renamed."""
 from __future__ import annotations
 
-from pulsar_verify.symmetry import Renaming, shared
+from pulsar_verify.symmetry import Renaming, per_id, renamed_keys, renamed_values, shared
 from pulsar_verify.values import FrozenMap, replace
 
 from .state import State
@@ -18,21 +18,8 @@ def signature(s: State, t: int) -> tuple:
             tuple(tuple(pos for pos, x in enumerate(log) if x == t) for log in s.logs))
 
 
-@shared
-def _keys(m: FrozenMap, ids: Renaming) -> FrozenMap:
-    return FrozenMap((ids.get(t, t), v) for t, v in m) if m else m
-
-
 def _txns(ts: frozenset, ids: Renaming) -> frozenset:
     return frozenset(ids.get(t, t) for t in ts) if ts else ts
-
-
-@shared
-def _per_txn(items: tuple, ids: Renaming) -> tuple:
-    out = list(items)
-    for t, new in ids.items():
-        out[new - 1] = items[t - 1]
-    return tuple(out)
 
 
 @shared
@@ -47,13 +34,14 @@ def _logs(logs: tuple, ids: Renaming) -> tuple:
 
 @shared
 def _buffers(buffers: tuple, ids: Renaming) -> tuple:
-    return tuple(replace(b, hdr=_keys(b.hdr, ids), writes=_keys(b.writes, ids), aborted=_txns(b.aborted, ids),
-                         done=_txns(b.done, ids), pend_hdr=_txns(b.pend_hdr, ids)) for b in buffers)
+    return tuple(replace(b, hdr=renamed_keys(b.hdr, ids), writes=renamed_keys(b.writes, ids),
+                         aborted=_txns(b.aborted, ids), done=_txns(b.done, ids), pend_hdr=_txns(b.pend_hdr, ids))
+                 for b in buffers)
 
 
 @shared
 def _pending(pending: tuple, ids: Renaming) -> tuple:
-    return tuple(replace(p, hdr=_keys(p.hdr, ids), acks=_keys(p.acks, ids), done=_txns(p.done, ids),
+    return tuple(replace(p, hdr=renamed_keys(p.hdr, ids), acks=renamed_keys(p.acks, ids), done=_txns(p.done, ids),
                          pend=_txns(p.pend, ids)) for p in pending)
 
 
@@ -73,16 +61,11 @@ def _acks_made(acks: frozenset, ids: Renaming) -> frozenset:
     return frozenset((ids.get(t, t), *rest) for t, *rest in acks)
 
 
-@shared
-def _applied(applied: FrozenMap, ids: Renaming) -> FrozenMap:
-    return FrozenMap((key, ids.get(t, t)) for key, t in applied)
-
-
 def rename(s: State, ids: Renaming) -> State:
     """``s`` with every txn id ``t`` in ``ids`` replaced by ``ids[t]``."""
     return replace(
-        s, headers=_keys(s.headers, ids), ops=_ops(s.ops, ids), seqs=_per_txn(s.seqs, ids), logs=_logs(s.logs, ids),
-        buffers=_buffers(s.buffers, ids), pending=_pending(s.pending, ids),
+        s, headers=renamed_keys(s.headers, ids), ops=_ops(s.ops, ids), seqs=per_id(s.seqs, ids),
+        logs=_logs(s.logs, ids), buffers=_buffers(s.buffers, ids), pending=_pending(s.pending, ids),
         publishes=_sorted_by_txn(s.publishes, ids), ends=_sorted_by_txn(s.ends, ids), sweeps=_sweeps(s.sweeps, ids),
-        clients=_per_txn(s.clients, ids), decided=_keys(s.decided, ids), acks_made=_acks_made(s.acks_made, ids),
-        applied=_applied(s.applied, ids))
+        clients=per_id(s.clients, ids), decided=renamed_keys(s.decided, ids),
+        acks_made=_acks_made(s.acks_made, ids), applied=renamed_values(s.applied, ids))

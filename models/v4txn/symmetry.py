@@ -3,7 +3,7 @@ the same client, TC and broker steps, and no step, property or fairness set comp
 names one. Id 0 (non-transactional entries) and PIP-373's legacy txn are not renamed."""
 from __future__ import annotations
 
-from pulsar_verify.symmetry import Renaming, shared
+from pulsar_verify.symmetry import Renaming, per_id, renamed_keys, renamed_values, shared
 from pulsar_verify.values import FrozenMap, replace
 
 from .state import State
@@ -18,11 +18,6 @@ def signature(s: State, t: int) -> tuple:
 
 
 @shared
-def _keys(m: FrozenMap, ids: Renaming) -> FrozenMap:
-    return FrozenMap((ids.get(t, t), v) for t, v in m) if m else m
-
-
-@shared
 def _entries(logs: tuple, ids: Renaming) -> tuple:
     """Per topic, a log of entries ``(kind, txn, ...)``."""
     return tuple(tuple((e[0], ids.get(e[1], e[1]), *e[2:]) for e in log) for log in logs)
@@ -30,8 +25,8 @@ def _entries(logs: tuple, ids: Renaming) -> tuple:
 
 @shared
 def _buffers(buffers: tuple, ids: Renaming) -> tuple:
-    return tuple(replace(b, ongoing=_keys(b.ongoing, ids), aborted=frozenset(ids.get(t, t) for t in b.aborted))
-                 for b in buffers)
+    return tuple(replace(b, ongoing=renamed_keys(b.ongoing, ids),
+                         aborted=frozenset(ids.get(t, t) for t in b.aborted)) for b in buffers)
 
 
 @shared
@@ -45,28 +40,16 @@ def _rpcs(rpcs: FrozenMap, ids: Renaming) -> FrozenMap:
 
 
 @shared
-def _cursors(cursors: FrozenMap, ids: Renaming) -> FrozenMap:
-    return FrozenMap((key, ids.get(t, t)) for key, t in cursors)
-
-
-@shared
 def _publishes(publishes: frozenset, ids: Renaming) -> frozenset:
     return frozenset((ids.get(t, t), topic) for t, topic in publishes)
-
-
-@shared
-def _clients(clients: tuple, ids: Renaming) -> tuple:
-    out = list(clients)
-    for t, new in ids.items():
-        out[new - 1] = clients[t - 1]
-    return tuple(out)
 
 
 def rename(s: State, ids: Renaming) -> State:
     """``s`` with every txn id ``t`` in ``ids`` replaced by ``ids[t]``."""
     return replace(
-        s, tc=_keys(s.tc, ids), parts=_keys(s.parts, ids), subs_of=_keys(s.subs_of, ids), rpcs=_rpcs(s.rpcs, ids),
-        logs=_entries(s.logs, ids), side=_entries(s.side, ids), snapshots=_snapshots(s.snapshots, ids),
-        pending_logs=_entries(s.pending_logs, ids), cursors=_cursors(s.cursors, ids),
-        buffers=_buffers(s.buffers, ids), publishes=_publishes(s.publishes, ids), clients=_clients(s.clients, ids),
-        decided=_keys(s.decided, ids))
+        s, tc=renamed_keys(s.tc, ids), parts=renamed_keys(s.parts, ids), subs_of=renamed_keys(s.subs_of, ids),
+        rpcs=_rpcs(s.rpcs, ids), logs=_entries(s.logs, ids), side=_entries(s.side, ids),
+        snapshots=_snapshots(s.snapshots, ids), pending_logs=_entries(s.pending_logs, ids),
+        cursors=renamed_values(s.cursors, ids), buffers=_buffers(s.buffers, ids),
+        publishes=_publishes(s.publishes, ids),
+        clients=per_id(s.clients, ids), decided=renamed_keys(s.decided, ids))
