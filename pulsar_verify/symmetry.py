@@ -56,7 +56,7 @@ class Renaming(dict):
 
     def __init__(self, pairs):
         super().__init__(pairs)
-        self._hash = hash(tuple(sorted(self.items())))  # ints: the same in every process
+        self._hash = hash(tuple(sorted(self.items())))
 
     def __hash__(self):
         return self._hash
