@@ -55,7 +55,14 @@ CHUNK = 10_000  # records per shuffled blob
 _models: dict = {}
 
 
+def model_spec(model: Model) -> tuple:
+    """What an executor needs to rebuild ``model``: plain, picklable data."""
+    return (model.name, model.config.variant, tuple(sorted(model.config.as_dict().items())),
+            bool(model.reduction))
+
+
 def _model(spec) -> Model:
+    """The model ``spec`` names, built once per executor process."""
     model = _models.get(spec)
     if model is None:
         name, variant, values, reduction = spec
@@ -304,8 +311,7 @@ class SparkExplorer:
         self.out = Path(out)
         self.ckpt = Checkpoint(self.out / "spark")
         self.fresh = fresh
-        self.spec = (model.name, model.config.variant, tuple(sorted(model.config.as_dict().items())),
-                     bool(model.reduction))
+        self.spec = model_spec(model)
         self.parts = partitions or max(2, self.sc.defaultParallelism)
         self.identity = {"model": model.name, "variant": model.config.variant,
                          "config": json.loads(json.dumps(model.config.as_dict())), "graph": self.graph,

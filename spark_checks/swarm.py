@@ -20,7 +20,7 @@ from pulsar_verify.explorer import states_along
 from pulsar_verify.results import Violation
 from pulsar_verify.model import DEADLOCK, Model
 
-from .bfs import _model
+from .bfs import _model, model_spec
 
 
 def walk_seed(seed: int, index: int) -> int:
@@ -95,7 +95,7 @@ class SwarmResult:
 def swarm(model: Model, *, walks: int, steps: int, seed: int, engine: str = "local", master: str = "local[*]",
           spark=None) -> SwarmResult:
     started = time.perf_counter()
-    spec = (model.name, model.config.variant, tuple(sorted(model.config.as_dict().items())))
+    spec = model_spec(model)
     if engine == "spark":
         from .session import spark_session
         sc = (spark or spark_session(master)).sparkContext
