@@ -131,6 +131,16 @@ def parser() -> argparse.ArgumentParser:
                     help="expected verdict of every (model, variant, property)")
     rv.add_argument("--update-expectations", action="store_true",
                     help="record this run's verdicts as the expected ones (deliberately)")
+
+    mu = sub.add_parser("mutation", help="mutation score: small changes to the models' code, each run until a "
+                                         "verdict changes (exit 1 when a model's score drops below its floor)")
+    mu.add_argument("models", nargs="*", help="model names (default: every model)")
+    mu.add_argument("--mutants", type=_positive, default=30, help="mutants chosen per model (default 30)")
+    mu.add_argument("--workers", type=_positive, default=os.cpu_count() or 1,
+                    help="processes, one mutant each at a time (default: one per core)")
+    mu.add_argument("--out", type=Path, default=Path("mutation"), help="where mutation.json and mutation.md go")
+    mu.add_argument("--record", action="store_true",
+                    help="record this run's scores as the floors (tests/mutation/scores.json), deliberately")
     return p
 
 
@@ -294,7 +304,34 @@ def cmd_review(args) -> int:
                       expectations=args.expectations, update=args.update_expectations, workers=args.workers)
 
 
-COMMANDS = {"list": cmd_list, "explore": cmd_explore, "swarm": cmd_swarm, "replay": cmd_replay, "prove": cmd_prove,
+def cmd_mutation(args) -> int:
+    from . import mutation
+
+    names = args.models or registry.names()
+    for name in names:
+        registry.model_class(name)
+    with replacing(args.out) as staging:
+        report = mutation.harness(names, count=args.mutants, workers=args.workers,
+                                  progress=lambda line: print(line, file=sys.stderr, flush=True))
+        low = mutation.below_floor(report)
+        report["below_floor"] = low
+        (staging / "mutation.json").write_text(json.dumps(report, indent=1) + "\n")
+        (staging / "mutation.md").write_text(mutation.markdown(report))
+    for name, r in report["models"].items():
+        s = r["score"]
+        print(f"{name}: {s['score']}% of {s['mutants'] - s['equivalent']} killed ({s['killed-by-exception']} by "
+              f"exception, {s['survived']} survived, {s['inconclusive']} inconclusive, {s['accepted']} accepted)")
+    print(f"{report['seconds']:.0f} s on {report['workers']} processes; report in {args.out}/mutation.md")
+    if args.record:
+        mutation.record(report)
+        print(f"scores recorded: {mutation.SCORES}")
+        return 0
+    for line in low:
+        print(f"below floor: {line}", file=sys.stderr)
+    return 1 if low else 0
+
+
+COMMANDS = {"mutation": cmd_mutation, "list": cmd_list, "explore": cmd_explore, "swarm": cmd_swarm, "replay": cmd_replay, "prove": cmd_prove,
             "review": cmd_review}
 
 

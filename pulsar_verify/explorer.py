@@ -171,11 +171,14 @@ def _worker(conn, index: int) -> None:
 class Explorer:
     def __init__(self, model: Model, *, max_depth: int | None = None, max_states: int | None = None,
                  stop_at_first: bool = False, check_liveness: bool = True,
-                 progress: Callable[[dict], None] | None = None, workers: int = 1):
+                 progress: Callable[[dict], None] | None = None, workers: int = 1,
+                 until: Callable[[dict, int], bool] | None = None):
         """``workers`` > 1 expands each level in that many forked processes; a run that may stop within
-        a level (``max_states``, ``stop_at_first``) uses one, so that where it stops is the same."""
+        a level (``max_states``, ``stop_at_first``) uses one, so that where it stops is the same.
+        ``until(violated, depth)``, asked as each level is complete, stops the search when true."""
         self.model = model
-        self.workers = 1 if max_states is not None or stop_at_first else workers
+        self.workers = 1 if max_states is not None or stop_at_first or until is not None else workers
+        self.until = until
         self.max_depth = max_depth
         self.max_states = max_states
         self.stop_at_first = stop_at_first
@@ -293,6 +296,9 @@ class Explorer:
                                        "rate": len(parents) / (now - started), "frontier": len(frontier)})
             frontier = nxt
             depth = self._level_found(result, nxt, depth, started)
+            if self.until is not None and frontier and self.until(violated, depth):
+                result.complete = False
+                break
         if stop and self.stop_at_first and violated:
             result.complete = False
         return self._finish(result, violated, coverage, transitions, depth, started)

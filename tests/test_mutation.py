@@ -1,0 +1,113 @@
+"""The mutation harness (``pulsar-verify mutation``): its mutants, its verdicts, its early stop."""
+from __future__ import annotations
+
+import ast
+import json
+import multiprocessing
+import subprocess
+import sys
+
+import pytest
+
+from pulsar_verify import mutation, registry
+
+PROTOCOLS = ["v4-txn", "pip-373", "pip-473", "pip-468", "pip-477"]
+
+
+@pytest.mark.parametrize("model", PROTOCOLS)
+def test_each_model_has_its_mutants_spread_over_its_files(model):
+    chosen = mutation.chosen(model)
+    assert len(chosen) == mutation.PER_MODEL >= 25
+    assert len({m.id for m in chosen}) == len(chosen)
+    assert [m.id for m in mutation.chosen(model)] == [m.id for m in chosen]  # the same choice every time
+    files = {m.path for m in mutation.all_mutants(model)}
+    assert {m.path for m in chosen} == files
+    assert len({m.op for m in chosen}) >= 6
+    for m in chosen:
+        assert m.path.startswith("models/") and m.before != m.after
+        compile(m.source(), m.path, "exec")  # each applies to today's code, as the change it names
+
+
+def test_code_that_selects_a_variant_is_not_mutated():
+    for model in PROTOCOLS:
+        for m in mutation.all_mutants(model):
+            assert "fixes" not in m.before and "config.variant" not in m.before and "mutant:" not in m.before, m.id
+
+
+def _decide(args):
+    mutant, runs, base, early = args
+    return mutation.run_mutant(mutant, runs, base, early=early)
+
+
+def _pool():
+    return multiprocessing.get_context("spawn").Pool(2, maxtasksperchild=1)
+
+
+def test_early_stop_decides_as_the_whole_search_does():
+    """Every mutant of toy-lock, stopped at the first deciding level and searched whole: the same
+    outcome at the same run."""
+    runs = mutation.plan("toy-lock")
+    every = mutation.all_mutants("toy-lock")
+    with _pool() as pool:
+        base = pool.apply(mutation.baseline, ("toy-lock", runs))
+        early = pool.map(_decide, [(m, runs, base, True) for m in every], chunksize=1)
+        whole = pool.map(_decide, [(m, runs, base, False) for m in every], chunksize=1)
+    assert [(r["status"], r.get("run")) for r in early] == [(r["status"], r.get("run")) for r in whole]
+    statuses = {r["status"] for r in early}
+    assert {"killed", "survived"} <= statuses
+    by_change = {(m.where, m.before, m.after): r for m, r in zip(every, early)}
+    never_request = by_change["actions", "pc == IDLE", "pc != IDLE"]
+    assert never_request["status"] == "killed" and never_request["changed"] == "deadlock: holds -> violated in 0"
+
+
+def test_a_crash_of_the_mutated_model_is_counted_apart():
+    runs = mutation.plan("pip-373")
+    [mutant] = [m for m in mutation.all_mutants("pip-373") if m.before.startswith("self._apply.update(")]
+    with _pool() as pool:
+        base = pool.apply(mutation.baseline, ("pip-373", runs))
+        rec = pool.apply(mutation.run_mutant, (mutant, runs, base))
+    assert rec["status"] == "killed-by-exception" and "KeyError" in rec["changed"]
+    score = mutation.score([rec, {"id": "x", "status": "killed"}], {})
+    assert (score["killed"], score["killed-by-exception"], score["score"]) == (1, 1, 50.0)
+
+
+def test_a_mutant_needs_a_fresh_interpreter():
+    mutant = mutation.chosen("v4-txn")[0]
+    registry.build("v4-txn")
+    with pytest.raises(RuntimeError, match="fresh interpreter"):
+        mutation.run_mutant(mutant, [], [])
+
+
+def test_equivalent_mutants_leave_the_denominator_and_accepted_ones_do_not():
+    recs = [{"id": "a", "status": "killed"}, {"id": "b", "status": "survived"}, {"id": "c", "status": "survived"}]
+    notes = {"b": {"kind": "equivalent", "reason": "r"}, "c": {"kind": "accepted", "reason": "r"}}
+    s = mutation.score(recs, notes)
+    assert (s["killed"], s["equivalent"], s["accepted"], s["score"]) == (1, 1, 1, 50.0)
+
+
+def test_the_accepted_survivors_name_chosen_mutants_with_reasons():
+    notes = mutation.accepted()
+    for model, entries in notes.items():
+        ids = {m.id for m in mutation.chosen(model)}
+        for mid, note in entries.items():
+            assert mid in ids, f"{model}: {mid} is not a chosen mutant (stale after a code change?)"
+            assert note["kind"] in ("equivalent", "accepted") and len(note["reason"]) > 20
+
+
+def test_cli_reports_and_exits_1_below_the_recorded_score(tmp_path, monkeypatch):
+    out = tmp_path / "mut"
+    cmd = [sys.executable, "-m", "pulsar_verify", "mutation", "toy-lock", "--mutants", "6", "--workers", "2",
+           "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "mutation.json").read_text())
+    score = report["models"]["toy-lock"]["score"]
+    assert score["mutants"] == 6 and "toy-lock" in (out / "mutation.md").read_text()
+    high = {"toy-lock": {**score, "score": score["score"] + 1}}
+    assert mutation.below_floor(report, _write(tmp_path / "s.json", high))
+    assert not mutation.below_floor(report, _write(tmp_path / "t.json", {"toy-lock": {**high["toy-lock"], "mutants": 7}}))
+
+
+def _write(path, data):
+    path.write_text(json.dumps(data))
+    return path
