@@ -129,6 +129,8 @@ def parser() -> argparse.ArgumentParser:
                          "that take minutes")
     rv.add_argument("--expectations", type=Path, default=EXPECTATIONS,
                     help="expected verdict of every (model, variant, property)")
+    rv.add_argument("--mutation", type=Path, metavar="MUTATION_JSON",
+                    help="the mutation harness's report whose scores the index shows (default: the recorded scores)")
     rv.add_argument("--update-expectations", action="store_true",
                     help="record this run's verdicts as the expected ones (deliberately)")
 
@@ -300,8 +302,14 @@ def cmd_review(args) -> int:
             raise UsageError(f"--engines: unknown engine {e!r} (known: {', '.join(review.ENGINES)})")
     classes = ([registry.model_class(n.strip()) for n in args.models.split(",") if n.strip()]
                if args.models else registry.all_models())
+    if args.mutation is not None:
+        try:
+            json.loads(args.mutation.read_text())["models"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"--mutation {args.mutation}: not a mutation report ({exc})") from None
     return review.run(classes, engines=engines, out=args.out.absolute(), master=args.master, nightly=args.nightly,
-                      expectations=args.expectations, update=args.update_expectations, workers=args.workers)
+                      expectations=args.expectations, update=args.update_expectations, workers=args.workers,
+                      mutation=args.mutation)
 
 
 def cmd_mutation(args) -> int:
@@ -320,7 +328,8 @@ def cmd_mutation(args) -> int:
     for name, r in report["models"].items():
         s = r["score"]
         print(f"{name}: {s['score']}% of {s['mutants'] - s['equivalent']} killed ({s['killed-by-exception']} by "
-              f"exception, {s['survived']} survived, {s['inconclusive']} inconclusive, {s['accepted']} accepted)")
+              f"exception, {s['survived']} survived, {s['not-reached']} not reached, {s['inconclusive']} inconclusive, "
+              f"{s['accepted']} accepted)")
     print(f"{report['seconds']:.0f} s on {report['workers']} processes; report in {args.out}/mutation.md")
     if args.record:
         mutation.record(report)

@@ -13,7 +13,9 @@ Each mutant is run in a fresh interpreter that imports the mutated module in pla
 original, at the plan's runs (bound set, variant, safety or liveness), cheapest first. It is
 *killed* as soon as a run's verdicts differ from the unmutated model's: a property violated that
 was not, or no longer violated, or with another shortest counterexample length. The search of a
-run stops at the first level that decides this. A mutant whose model raises is
+run stops at the first level that decides this. A run of the unmutated model that never reaches the
+statement holding the change (the baseline runs with a mark there) cannot differ, and is skipped;
+a mutant no run reaches is *not-reached* at these bounds. A mutant whose model raises is
 *killed-by-exception*, counted apart: a crash shows the mistake, not that a property notices
 it. One that leaves every verdict unchanged *survived*; when it also leaves every run's counts
 (states, transitions, actions taken) unchanged, the change is not exercised at these bounds.
@@ -125,18 +127,41 @@ class Mutant:
     def source(self) -> ast.Module:
         """The module's syntax tree with this mutant applied (checked to be the change it names)."""
         tree = ast.parse((ROOT / self.path).read_text(), self.path)
-        for i, (parent, field, pos, node, where, op, edit) in enumerate(_points(tree)):
+        point = self._point(tree)
+        new = ast.copy_location(point.edit(copy.deepcopy(point.node)), point.node)
+        if point.pos is None:
+            setattr(point.parent, point.field, new)
+        else:
+            getattr(point.parent, point.field)[point.pos] = new
+        return ast.fix_missing_locations(tree)
+
+    def _point(self, tree: ast.Module) -> "_Point":
+        for i, point in enumerate(_points(tree)):
             if i == self.index:
-                new = edit(copy.deepcopy(node))
-                if (where, op, _text(node), _text(new)) != (self.where, self.op, self.before, self.after):
-                    raise ValueError(f"mutant {self.id} no longer matches {self.path}")
-                ast.copy_location(new, node)
-                if pos is None:
-                    setattr(parent, field, new)
-                else:
-                    getattr(parent, field)[pos] = new
-                return ast.fix_missing_locations(tree)
+                node = point.node
+                if (point.where, point.op, _text(node), _text(point.edit(copy.deepcopy(node)))) != \
+                        (self.where, self.op, self.before, self.after):
+                    break
+                return point
         raise ValueError(f"mutant {self.id} no longer matches {self.path}")
+
+
+def instrumented(path: str, mutants: list[Mutant]) -> ast.Module:
+    """The module at ``path`` unchanged but for a mark, before the statement that holds each mutant's
+    change, that adds the mutant's id to ``HITS`` when it runs: a mutant whose mark a run never
+    reaches cannot change that run (the code before it is the same), so its run is skipped."""
+    tree = ast.parse((ROOT / path).read_text(), path)
+    marks: dict[int, tuple[list, ast.stmt, list[str]]] = {}
+    for m in mutants:
+        point = m._point(tree)
+        marks.setdefault(id(point.stmt), (point.block, point.stmt, []))[2].append(m.id)
+    for block, stmt, ids in marks.values():
+        mark = ast.parse(f"__mutation_hits__.update({ids!r})").body[0]
+        block.insert(next(i for i, x in enumerate(block) if x is stmt), ast.copy_location(mark, stmt))
+    return ast.fix_missing_locations(tree)
+
+
+HITS: set[str] = set()  # the ids of the mutants whose marks the instrumented model has reached
 
 
 def _text(node: ast.AST) -> str:
@@ -148,10 +173,22 @@ def _text(node: ast.AST) -> str:
     return " ".join(ast.unparse(node).split())
 
 
-def _points(tree: ast.Module):
-    """Every mutation point of a module, in a fixed order: (parent, field, index in the field or
-    None, node, enclosing function, operator, edit)."""
-    def visit(parent, where):
+@attrs.frozen
+class _Point:
+    parent: ast.AST
+    field: str
+    pos: int | None  # the index in the field, when the field is a list
+    node: ast.AST
+    where: str  # the enclosing function
+    op: str
+    edit: Callable[[ast.AST], ast.AST]
+    stmt: ast.stmt  # the statement that holds the node (or is it)
+    block: list  # the statement list that holds ``stmt``
+
+
+def _points(tree: ast.Module) -> Iterator[_Point]:
+    """Every mutation point of a module, in a fixed order."""
+    def visit(parent, where, stmt, block):
         for field, value in ast.iter_fields(parent):
             items = value if isinstance(value, list) else [value]
             for pos, node in enumerate(items):
@@ -164,11 +201,13 @@ def _points(tree: ast.Module):
                     inner = node.name
                 elif isinstance(node, ast.ClassDef):
                     inner = node.name
+                here, here_block = (node, value) if isinstance(node, ast.stmt) else (stmt, block)
                 if not _switchboard(getattr(node, "test", node)):
                     for op, edit in _edits(node):
-                        yield parent, field, pos if isinstance(value, list) else None, node, where, op, edit
-                yield from visit(node, inner)
-    yield from visit(tree, "<module>")
+                        yield _Point(parent, field, pos if isinstance(value, list) else None, node, where, op, edit,
+                                     here, here_block)
+                yield from visit(node, inner, here, here_block)
+    yield from visit(tree, "<module>", None, None)
 
 
 def _module_files(model: str) -> list[tuple[str, Path]]:
@@ -188,11 +227,11 @@ def all_mutants(model: str) -> list[Mutant]:
         path = path.resolve()
         rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
         seen: dict[tuple, int] = {}
-        for i, (_, _, _, node, where, op, edit) in enumerate(_points(ast.parse(path.read_text(), rel))):
-            change = (where, _text(node), _text(edit(copy.deepcopy(node))))
+        for i, p in enumerate(_points(ast.parse(path.read_text(), rel))):
+            change = (p.where, _text(p.node), _text(p.edit(copy.deepcopy(p.node))))
             seen[change] = seen.get(change, -1) + 1
-            line = getattr(node, "lineno", None) or node.target.lineno
-            out.append(Mutant(model, rel, module, where, op, line, *change[1:], i, seen[change]))
+            line = getattr(p.node, "lineno", None) or p.node.target.lineno
+            out.append(Mutant(model, rel, module, p.where, p.op, line, *change[1:], i, seen[change]))
     return out
 
 
@@ -258,36 +297,64 @@ def _explore(model: str, run: Run, until=None, max_states: int | None = None):
     return ex.run()
 
 
-def baseline(model: str, runs: list[Run]) -> list[dict]:
-    """The unmutated model at each run: verdicts, counts and seconds."""
-    out = []
-    for run in runs:
-        started = time.perf_counter()
-        r = _explore(model, run)
-        out.append({"run": run.name, "verdicts": verdicts(r), "states": r.distinct_states,
-                    "transitions": r.transitions, "coverage": dict(r.coverage),
-                    "seconds": time.perf_counter() - started})
-    return out
+def baseline(model: str, runs: list[Run], mutants: list[Mutant]) -> list[dict]:
+    """The unmutated model at each run: verdicts, counts, seconds and the ``mutants`` whose marks
+    each run reached (in a fresh interpreter)."""
+    instrument(mutants)
+    return [_baseline_run(model, run) for run in runs]
+
+
+_AT_IMPORT: set[str] = set()  # marks reached as the modules were imported (module-level code)
+
+
+def _baseline_run(model: str, run: Run) -> dict:
+    """One run of the unmutated model, its modules imported instrumented (``instrument``)."""
+    registry.model_class(model)
+    _AT_IMPORT.update(HITS)
+    HITS.clear()
+    started = time.perf_counter()
+    r = _explore(model, run)
+    hits = sorted(HITS | _AT_IMPORT)
+    HITS.clear()
+    return {"run": run.name, "verdicts": verdicts(r), "states": r.distinct_states, "transitions": r.transitions,
+            "coverage": dict(r.coverage), "seconds": time.perf_counter() - started, "hits": hits}
 
 
 # -- running one mutant ----------------------------------------------------------------------------
 
-class _MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports the mutated module in place of the original."""
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports the modules ``trees`` names from the syntax trees it makes (a mutant's, or the
+    instrumented original's) in place of their files."""
 
-    def __init__(self, mutant: Mutant):
-        self.mutant = mutant
+    def __init__(self, trees: dict[str, tuple[str, Callable[[], ast.Module]]]):
+        self.trees = trees  # module name -> (path, the tree to compile)
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != self.mutant.module:
+        if fullname not in self.trees:
             return None
-        return importlib.util.spec_from_file_location(fullname, ROOT / self.mutant.path, loader=self)
+        return importlib.util.spec_from_file_location(fullname, ROOT / self.trees[fullname][0], loader=self)
 
     def create_module(self, spec):
         return None
 
     def exec_module(self, module):
-        exec(compile(self.mutant.source(), str(ROOT / self.mutant.path), "exec"), module.__dict__)
+        path, tree = self.trees[module.__name__]
+        module.__dict__["__mutation_hits__"] = HITS
+        exec(compile(tree(), str(ROOT / path), "exec"), module.__dict__)
+
+
+def _install(trees: dict) -> None:
+    loaded = [name for name in trees if name in sys.modules]
+    if loaded:
+        raise RuntimeError(f"{loaded[0]} is already imported: a mutant runs in a fresh interpreter")
+    sys.meta_path.insert(0, _Finder(trees))
+
+
+def instrument(mutants: list[Mutant]) -> None:
+    """Import the modules of ``mutants`` with their marks (in a fresh interpreter)."""
+    paths = {(m.module, m.path) for m in mutants}
+    _install({module: (path, lambda path=path: instrumented(path, [m for m in mutants if m.path == path]))
+              for module, path in paths})
 
 
 def _until(model: str, expected: dict[str, int]):
@@ -306,22 +373,27 @@ def _until(model: str, expected: dict[str, int]):
 
 
 def _cap(states: int) -> int:
-    return max(20 * states, 20_000)
+    """The most states a mutant's run may visit: a change that lifts one of the model's own bounds
+    makes its state space unbounded, and its run is then inconclusive."""
+    return max(5 * states, 20_000)
 
 
 def run_mutant(mutant: Mutant, runs: list[Run], base: list[dict], early: bool = True) -> dict:
     """One mutant at each run, cheapest first, until one kills it. Only in an interpreter that has
-    not imported the model yet (``harness`` spawns one per mutant). ``early``: a run stops at the
-    first level that decides a kill (without it, each run is searched whole: the same outcome)."""
-    if mutant.module in sys.modules:
-        raise RuntimeError(f"{mutant.module} is already imported: a mutant runs in a fresh interpreter")
-    sys.meta_path.insert(0, _MutantFinder(mutant))
+    not imported the model yet (``harness`` spawns one per mutant). ``early``: a run that does not
+    reach the change is skipped and a run stops at the first level that decides a kill (without
+    it, every run is searched whole: the same outcome, at the same run)."""
+    _install({mutant.module: (mutant.path, mutant.source)})
     out = {"model": mutant.model, "id": mutant.id, "where": mutant.describe(), "op": mutant.op, "runs": 0}
     started = time.perf_counter()
-    same = True
+    same, out["reached"] = True, 0
     try:
         for i in sorted(range(len(runs)), key=lambda i: (runs[i].liveness, base[i]["seconds"])):
             run, b = runs[i], base[i]
+            if mutant.id in b["hits"]:
+                out["reached"] += 1
+            elif early:
+                continue  # the unmutated run never reaches the change: the mutated one is the same run
             r = _explore(mutant.model, run, until=_until(mutant.model, b["verdicts"]) if early else None,
                          max_states=_cap(b["states"]))
             out["runs"] += 1
@@ -337,6 +409,8 @@ def run_mutant(mutant: Mutant, runs: list[Run], base: list[dict], early: bool = 
                 (b["states"], b["transitions"], b["coverage"])
         else:
             out.update(status="survived", exercised=not same)
+            if not out["reached"]:
+                out.update(status="not-reached", changed="no run at these bounds reaches the change")
     except Exception as exc:  # the mutated model itself failed
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         out.update(status="killed-by-exception", run=run.name,
@@ -359,7 +433,7 @@ def _job(args):
 
 
 def _baseline_job(args):
-    return baseline(*args)
+    return _baseline_run(*args)
 
 
 # -- the harness -----------------------------------------------------------------------------------
@@ -370,8 +444,8 @@ def accepted() -> dict[str, dict[str, dict]]:
 
 
 def score(records: list[dict], notes: dict[str, dict]) -> dict:
-    counts = {k: 0 for k in ("killed", "killed-by-exception", "survived", "inconclusive", "equivalent",
-                             "accepted")}
+    counts = {k: 0 for k in ("killed", "killed-by-exception", "survived", "not-reached", "inconclusive",
+                             "equivalent", "accepted")}
     for r in records:
         note = notes.get(r["id"])
         if r["status"] != "killed" and note:
@@ -394,9 +468,12 @@ def harness(models: list[str], *, count: int = PER_MODEL, workers: int | None = 
     runs = {m: plan(m) for m in models}
     mutants = {m: chosen(m, count) for m in models}
     report: dict = {"workers": workers, "per_model": count, "models": {}}
+    every = [(m, run) for m in models for run in runs[m]]
+    with ctx.Pool(workers, instrument, ([mu for m in models for mu in mutants[m]],), maxtasksperchild=1) as pool:
+        done = iter(pool.map(_baseline_job, every, chunksize=8))
+    base = {m: [next(done) for _ in runs[m]] for m in models}
+    progress(f"baseline: {time.perf_counter() - started:.0f} s")
     with ctx.Pool(workers, maxtasksperchild=1) as pool:
-        base = dict(zip(models, pool.map(_baseline_job, [(m, runs[m]) for m in models], chunksize=1)))
-        progress(f"baseline: {time.perf_counter() - started:.0f} s")
         jobs = [(mu, runs[mu.model], base[mu.model]) for m in models for mu in mutants[m]]
         jobs.sort(key=lambda j: -sum(b["seconds"] for b in j[2]))  # the costliest models first
         records: dict[str, list] = {m: [] for m in models}
@@ -439,11 +516,12 @@ def markdown(report: dict) -> str:
              f"{report['seconds']:.0f} s. A mutant is killed when a verdict or a shortest counterexample "
              "length changes; a crash of the mutated model is counted apart (killed-by-exception) and is "
              "not a kill. Score: killed / (mutants - equivalent).", "",
-             "| model | mutants | killed | by exception | survived | inconclusive | equivalent | accepted | score |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| model | mutants | killed | by exception | survived | not reached | inconclusive | equivalent | accepted "
+             "| score |", "|---|---|---|---|---|---|---|---|---|---|"]
     for m, r in report["models"].items():
         s = r["score"]
         lines.append(f"| `{m}` | {s['mutants']} | {s['killed']} | {s['killed-by-exception']} | {s['survived']} | "
+                     f"{s['not-reached']} | "
                      f"{s['inconclusive']} | {s['equivalent']} | {s['accepted']} | {s['score']}% |")
     for m, r in report["models"].items():
         lines += ["", f"## {m}", "", "Runs: " + ", ".join(f"`{x}`" for x in r["runs"]), "",

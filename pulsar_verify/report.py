@@ -396,9 +396,11 @@ def model_page(cls: type[Model], table: dict, rows, plots: list[str], proofs: li
     return "\n".join(lines + ["", "</details>"]) + "\n"
 
 
-def index_page(classes, table: dict, rows, mismatches: list[str] | None) -> str:
-    head = ["| model | " + " | ".join(SEVERITIES) + " | observations | all fixes | states |",
-            "|---|" + "---:|" * (len(SEVERITIES) + 1) + "---|---:|"]
+def index_page(classes, table: dict, rows, mismatches: list[str] | None, mutation: tuple[dict, str] = ({}, "")) -> str:
+    """``mutation``: (model -> its mutation score and counts, where the scores come from)."""
+    scores, source = mutation
+    head = ["| model | " + " | ".join(SEVERITIES) + " | observations | all fixes | states | mutation score |",
+            "|---|" + "---:|" * (len(SEVERITIES) + 1) + "---|---:|---:|"]
     body, every = [], []
     for cls in classes:
         found = catalogue(cls.name)
@@ -409,16 +411,26 @@ def index_page(classes, table: dict, rows, mismatches: list[str] | None) -> str:
         states = sum(r.distinct_states for n, _, _, _, _, r in rows if n == cls.name)
         body.append(f"| [`{cls.name}`]({cls.name}.md) | " +
                     " | ".join(str(sum(f.severity == sev for f in found)) for sev in SEVERITIES) +
-                    f" | {sum(f.observation for f in found)} | {best_text} | {states:,} |")
+                    f" | {sum(f.observation for f in found)} | {best_text} | {states:,} | {_mutation_cell(scores.get(cls.name))} |")
     lines = ["# pulsar-verify design review", "",
              f"{_n(len(every), 'finding')} in {_n(len(classes), 'model')} ({_severities(every)}). Each model's page "
              "opens with its verdict and its findings, most severe first, then the fixes and what each closes.", ""]
     lines += head + body
+    if scores:
+        lines += ["", f"Mutation score: of the model's mutants that no argument shows equivalent, the share a "
+                      f"verdict or a shortest counterexample changed for (a crash of the mutated model is not "
+                      f"counted), from {source}."]
     if mismatches is not None:
         lines += ["", "## Expectations", ""]
         lines += ["Every verdict is the one `expectations.json` records."] if not mismatches else (
             ["Verdicts that differ from `expectations.json`:", ""] + [f"- {m}" for m in mismatches])
     return "\n".join(lines) + "\n"
+
+
+def _mutation_cell(score: dict | None) -> str:
+    if not score:
+        return "—"
+    return f"{score['score']}% ({score['killed']} of {score['mutants'] - score['equivalent']})"
 
 
 def plots(out: Path, name: str, rows) -> list[str]:

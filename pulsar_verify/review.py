@@ -154,8 +154,17 @@ def _alongside(local: tuple, nightly: bool, workers: int, spark) -> tuple[dict, 
     return done, hypothesis, verdicts
 
 
+def _mutation_scores(path: Path | None) -> tuple[dict, str]:
+    """The mutation scores for the index: of the harness's report ``path``, or the recorded ones."""
+    from . import mutation
+
+    if path is None:
+        return mutation.recorded(), f"the last recorded run (`{mutation.SCORES.relative_to(mutation.ROOT)}`)"
+    return {m: r["score"] for m, r in json.loads(path.read_text())["models"].items()}, f"`{path.name}` of this run"
+
+
 def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: str, nightly: bool,
-        expectations: Path, update: bool, workers: int = 1) -> int:
+        expectations: Path, update: bool, workers: int = 1, mutation: Path | None = None) -> int:
     from .properties import registry as obligations
 
     expected = read_expectations(expectations, classes, update)
@@ -206,7 +215,7 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
         for cls in classes:
             pngs = report.plots(staging, cls.name, rows)
             write_text(staging / f"{cls.name}.md", report.model_page(cls, table, rows, pngs, proofs.get(cls.name)))
-        index = report.index_page(classes, table, rows, mismatches)
+        index = report.index_page(classes, table, rows, mismatches, _mutation_scores(mutation))
         errors_md = ["", "## Model errors", ""] + [f"- {e}" for e in errors] if errors else []
         write_text(staging / "index.md", index + "\n".join(report.sealed_comparison(rows) + errors_md) + "\n")
         if tracebacks:

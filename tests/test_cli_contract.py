@@ -146,7 +146,8 @@ def test_review_checks_its_expectations_before_any_work(content, tmp_path):
 
 def test_unknown_names_are_usage_errors():
     for args in (["explore", "no-such-model"], ["explore", "toy-lock", "--variant", "nope"],
-                 ["explore", "toy-lock", "--bounds", "nope"], ["replay", "/no/such/file.json"]):
+                 ["explore", "toy-lock", "--bounds", "nope"], ["replay", "/no/such/file.json"],
+                 ["mutation", "no-such-model"], ["review", "--mutation", "/no/such/mutation.json"]):
         one_line_error(cli(*args))
 
 
