@@ -51,7 +51,7 @@ ACCEPTED = ROOT / "tests" / "mutation" / "accepted.toml"
 SCORES = ROOT / "tests" / "mutation" / "scores.json"  # the last full run's score per model: the floor
 PER_MODEL = 30  # mutants chosen per model
 SKIP_FILES = {"__init__.py", "symmetry.py"}  # symmetry.py: the reduction, checked by tests/test_symmetry.py
-SKIP_FUNCTIONS = {"action_names", "canonicalize", "__repr__", "__str__"}
+SKIP_FUNCTIONS = {"action_names", "canonicalize", "is_terminal", "__repr__", "__str__"}  # the checker's bookkeeping
 SWITCHBOARD = ("fixes", "variant")  # attributes that select a variant: not protocol logic
 
 # -- the operators ---------------------------------------------------------------------------------
@@ -220,14 +220,33 @@ def _module_files(model: str) -> list[tuple[str, Path]]:
     return [(f"{module}.{p.stem}", p) for p in sorted(package.glob("*.py")) if p.name not in SKIP_FILES]
 
 
+def _spends_bounds(node: ast.AST, op: str, params: set[str]) -> bool:
+    """Code that bounds the model rather than the protocol: a comparison with a configured bound
+    (``cfg.crashes``, ``self.config.admin``), or a change to a counter named for a bound
+    (``s.crashes + 1``). Changing it lifts the checker's bounds, which no PIP property speaks to."""
+    test = node.test if isinstance(node, ast.If) else node
+    if isinstance(test, ast.Compare) and any(
+            (isinstance(n, ast.Name) and n.id == "cfg") or (isinstance(n, ast.Attribute) and n.attr == "config")
+            for n in ast.walk(test)):
+        return True
+    if op == "no-increment":
+        return isinstance(node.left, ast.Attribute) and node.left.attr in params
+    if op == "skip-update":
+        return any(kw.arg in params for kw in node.keywords)
+    return False
+
+
 def all_mutants(model: str) -> list[Mutant]:
-    """Every mutant of ``model``'s own modules."""
+    """Every mutant of ``model``'s own modules, but for those of code that bounds the model."""
+    params = set(registry.model_class(model).params)
     out = []
     for module, path in _module_files(model):
         path = path.resolve()
         rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
         seen: dict[tuple, int] = {}
         for i, p in enumerate(_points(ast.parse(path.read_text(), rel))):
+            if _spends_bounds(p.node, p.op, params):
+                continue
             change = (p.where, _text(p.node), _text(p.edit(copy.deepcopy(p.node))))
             seen[change] = seen.get(change, -1) + 1
             line = getattr(p.node, "lineno", None) or p.node.target.lineno
@@ -410,7 +429,7 @@ def run_mutant(mutant: Mutant, runs: list[Run], base: list[dict], early: bool = 
         else:
             out.update(status="survived", exercised=not same)
             if not out["reached"]:
-                out.update(status="not-reached", changed="no run at these bounds reaches the change")
+                out["status"] = "not-reached"
     except Exception as exc:  # the mutated model itself failed
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         out.update(status="killed-by-exception", run=run.name,
@@ -480,7 +499,8 @@ def harness(models: list[str], *, count: int = PER_MODEL, workers: int | None = 
         for n, rec in enumerate(pool.imap_unordered(_job, jobs), 1):
             records[rec["model"]].append(rec)
             progress(f"[{n}/{len(jobs)}] {rec['model']} {rec['id']}: {rec['status']} ({rec['seconds']} s)"
-                     + (f" at {rec['run']}: {rec['changed']}" if rec.get("changed") else ""))
+                     + (f" at {rec['run']}: {rec['changed']}" if rec.get("changed") else "")
+                     + (f", {rec['reached']} runs reach it" if rec["status"] == "survived" else ""))
     notes = accepted()
     for m in models:
         order = {mu.id: i for i, mu in enumerate(mutants[m])}
@@ -530,6 +550,8 @@ def markdown(report: dict) -> str:
             how = rec.get("changed", "")
             if rec.get("note"):
                 how = f"{rec['note']['kind']}: {rec['note']['reason']}"
+            elif rec["status"] == "not-reached":
+                how = "no run at these bounds reaches the change"
             elif rec["status"] == "survived":
                 how = "every verdict unchanged" + ("" if rec["exercised"] else "; not exercised at these bounds")
             result = rec["status"] if not rec.get("note") else rec["note"]["kind"]
