@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pulsar_verify.model import PropertySet
 from pulsar_verify.models.v4txn import V4Txn
-from pulsar_verify.models.v4txn.state import ABORTED, COMMITTED, ENDING, OPEN
+from pulsar_verify.models.v4txn.state import ABORTED, COMMIT_MARKER, COMMITTED, DATA, ENDING, OPEN
 
 PROPERTIES = PropertySet()
 
@@ -29,6 +29,33 @@ def committed_never_filtered(m, s, a, t):
 
 def acks_only_from_committed(m, s):
     return all(s.decided.get(txn) == COMMITTED for _, txn in s.cursors)
+
+
+def committed_acks_applied(m, s):
+    """Each subscription whose pending-ack topic holds a txn's commit marker has that txn's acks in
+    its cursor: the marker is appended by the same step that applies them."""
+    for topic, log in enumerate(s.pending_logs):
+        committed = {t for kind, t, _ in log if kind == COMMIT_MARKER}
+        if any(kind == "ack" and t in committed and (topic, pos) not in s.cursors for kind, t, pos in log):
+            return False
+    return True
+
+
+def sealed_accepts_no_write(m, s, a, t):
+    return all(t.logs[topic] == log for topic, log in enumerate(s.logs) if s.sealed[topic])
+
+
+def undelivered(m, s):
+    """A subscription has not yet read up to an entry of a committed txn. (Reading past it without
+    delivering it is the safety property ``committed-never-filtered``.)"""
+    return any(kind == DATA and s.decided.get(txn) == COMMITTED
+               for topic, log in enumerate(s.logs) for kind, txn in log[s.subs[topic].read:])
+
+
+def undelivered_none_open(m, s):
+    """``undelivered``, while no txn is open: an open txn holds the read horizon until it ends,
+    and ending it is the client's step (the model has no transaction timeout)."""
+    return undelivered(m, s) and all(c.phase != "open" for c in s.clients)
 
 
 NEXT = {OPEN: {ENDING[COMMITTED], ENDING[ABORTED]}, ENDING[COMMITTED]: {COMMITTED}, ENDING[ABORTED]: {ABORTED}}
@@ -69,3 +96,16 @@ PROPERTIES.action_property("tc-state-machine",
 PROPERTIES.leads_to("end-txn-completes",
                     "Every end-txn the client asks for is answered, with topics sealed mid-transaction",
                     SEC_END, trigger=ending, goal=lambda m, s: not ending(m, s), fair=SYSTEM)
+PROPERTIES.invariant("committed-acks-applied",
+                     "A committed txn's acks are never lost: once a subscription has processed the commit, each of "
+                     "them is in its cursor",
+                     "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'")(
+         committed_acks_applied)
+PROPERTIES.action_property("sealed-accepts-no-write",
+                           "A sealed topic accepts no write: no producer is acknowledged for an entry appended to it",
+                           "How the two interact: sealed segments reject appends (TopicTerminated)")(
+         sealed_accepts_no_write)
+PROPERTIES.leads_to("committed-entries-delivered",
+                    "Once a txn commits, its subscription eventually receives all its entries, across crashes, "
+                    "reloads and seals",
+                    SEC_TB, trigger=undelivered_none_open, goal=lambda m, s: not undelivered(m, s), fair=SYSTEM)

@@ -398,13 +398,14 @@ def drifted_step(steps, label: str, edit):
 
 
 def lengths_found_step_for_step(name: str, variant: str, preset: str):
-    """The explorer's violations at ``preset``, and the shortest breaking runs of the step-for-step
-    encoding within the explorer's depth plus one, by property (lengths)."""
+    """The explorer's violations at ``preset`` of the properties the step-for-step encoding states, and
+    the encoding's shortest breaking runs within the explorer's depth plus one, by property (lengths)."""
     model = models.build(name, variant, preset=preset)
     result, _ = explore(model)
-    found = {"pip-373": z373, "v4-txn": zv4}[name].encoding(variant, preset).check(result.depth + 1)
-    lengths = found_lengths(found)
-    return {v.prop.id: v.length for v in result.violations}, lengths
+    encoding = {"pip-373": z373, "v4-txn": zv4}[name].encoding(variant, preset)
+    lengths = found_lengths(encoding.check(result.depth + 1))
+    stated = set(encoding.properties) | set(encoding.liveness)
+    return {v.prop.id: v.length for v in result.violations if v.prop.id in stated}, lengths
 
 
 def test_step_for_step_pip373_checking_reports_the_explorers_verdicts_and_lengths():

@@ -55,7 +55,8 @@ def actions(m, s: State):
     cfg = m.config
     for t, topic in sorted(s.publishes):
         if s.buffers[topic].ready:
-            yield act("append_rejected" if s.sealed[topic] else "append", txn=t, topic=topic)
+            rejected = s.sealed[topic] and m.config.variant != "mutant:append-to-sealed"
+            yield act("append_rejected" if rejected else "append", txn=t, topic=topic)
     for (t, kind, topic), status in s.rpcs:
         if status == "sent" and kind == PARTITION and s.buffers[topic].ready:
             blocked = s.sealed[topic] and "off-segment-markers" not in m.fixes

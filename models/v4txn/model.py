@@ -21,6 +21,9 @@ MUTANTS = {
     "mutant:commit-marks-aborted": "the TB records a commit as an abort (checks committed-never-filtered)",
     "mutant:apply-aborted-acks": "aborted acks are applied to the cursor (checks acks-only-from-committed)",
     "mutant:end-any-state": "the TC accepts a second end-txn with the other outcome (checks tc-state-machine)",
+    "mutant:commit-skips-cursor": "the subscription's commit appends its marker without applying the acks "
+                                  "(checks committed-acks-applied)",
+    "mutant:append-to-sealed": "a sealed topic appends a transactional send (checks sealed-accepts-no-write)",
 }
 
 

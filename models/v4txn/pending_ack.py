@@ -48,7 +48,7 @@ def end_on_subscription(m, s: State, a):
     t, topic = a.param("txn"), a.param("topic")
     commit = s.decided[t] == COMMITTED
     cursors = s.cursors
-    if commit or m.config.variant == "mutant:apply-aborted-acks":
+    if (commit and m.config.variant != "mutant:commit-skips-cursor") or m.config.variant == "mutant:apply-aborted-acks":
         for kind, x, pos in s.pending_logs[topic]:
             if kind == "ack" and x == t:
                 cursors = cursors.set((topic, pos), t)
