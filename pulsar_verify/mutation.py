@@ -221,11 +221,12 @@ def _module_files(model: str) -> list[tuple[str, Path]]:
 
 
 def _spends_bounds(node: ast.AST, op: str, params: set[str]) -> bool:
-    """Code that bounds the model rather than the protocol: a comparison with a configured bound
-    (``cfg.crashes``, ``self.config.admin``), or a change to a counter named for a bound
-    (``s.crashes + 1``). Changing it lifts the checker's bounds, which no PIP property speaks to."""
+    """Code that bounds the model rather than the protocol: a comparison, condition or guard that
+    reads a configured bound or switch (``cfg.crashes``, ``self.config.admin``), or a change to a
+    counter named for a bound (``s.crashes + 1``). Changing it lifts the checker's bounds or turns
+    off what the bound set enables, which no PIP property speaks to."""
     test = node.test if isinstance(node, ast.If) else node
-    if isinstance(test, ast.Compare) and any(
+    if isinstance(test, (ast.Compare, ast.BoolOp)) and any(
             (isinstance(n, ast.Name) and n.id == "cfg") or (isinstance(n, ast.Attribute) and n.attr == "config")
             for n in ast.walk(test)):
         return True
