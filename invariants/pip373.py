@@ -8,7 +8,7 @@ from pulsar_verify.model import PropertySet
 from pulsar_verify.models.pip373 import Pip373
 from pulsar_verify.models.pip373.model import FALSE, LEGACY_TXN, TRUE, holds_txn_entry
 
-from .v4txn import ENVIRONMENT, SEC_END, committed_never_filtered, ending, read_committed
+from .v4txn import ENVIRONMENT, SEC_END, committed_never_filtered, ending, read_committed, sending
 
 PROPERTIES = PropertySet()
 
@@ -66,3 +66,8 @@ def skip_when_no_txn(m, s, a, t):
 
 PROPERTIES.leads_to("end-txn-completes", "Every end-txn the client asks for is answered, across crashes and reloads",
                     SEC_END, trigger=ending, goal=lambda m, s: not ending(m, s), fair=SYSTEM)
+PROPERTIES.leads_to("sends-complete",
+                    "A producer's transactional send never hangs, with the property's write in its way: it is "
+                    "eventually appended, or fails with the broker",
+                    "'it will be set to true when the first TXN message is publishing'", trigger=sending,
+                    goal=lambda m, s: not sending(m, s), fair=SYSTEM)

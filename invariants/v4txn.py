@@ -52,6 +52,11 @@ def undelivered(m, s):
                for topic, log in enumerate(s.logs) for kind, txn in log[s.subs[topic].read:])
 
 
+def sending(m, s):
+    """A transactional send is on its way: added to the txn, neither appended nor refused yet."""
+    return bool(s.publishes)
+
+
 def undelivered_none_open(m, s):
     """``undelivered``, while no txn is open: an open txn holds the read horizon until it ends,
     and ending it is the client's step (the model has no transaction timeout)."""
@@ -109,3 +114,8 @@ PROPERTIES.leads_to("committed-entries-delivered",
                     "Once a txn commits, its subscription eventually receives all its entries, across crashes, "
                     "reloads and seals",
                     SEC_TB, trigger=undelivered_none_open, goal=lambda m, s: not undelivered(m, s), fair=SYSTEM)
+PROPERTIES.leads_to("sends-complete",
+                    "A producer's transactional send never hangs: it is eventually appended, or refused "
+                    "(TopicTerminated), or fails with the broker",
+                    "Background: the TB 'appends transactional entries' to the topic", trigger=sending,
+                    goal=lambda m, s: not sending(m, s), fair=SYSTEM)

@@ -22,6 +22,7 @@ BROKEN = {
     "skip-when-no-txn": ("mutant:always-rebuild", "default"),
     "committed-never-filtered": ("mutant:commit-marks-aborted", "default"),
     "end-txn-completes": ("mutant:no-reload-after-crash", "default"),
+    "sends-complete": ("mutant:no-reload-after-crash", "default"),
 }
 
 

@@ -24,6 +24,7 @@ BROKEN = {
     "committed-acks-applied": ("mutant:commit-skips-cursor", "acks"),
     "sealed-accepts-no-write": ("mutant:append-to-sealed", "sealed"),
     "committed-entries-delivered": ("as-written", "sealed"),
+    "sends-complete": ("mutant:no-recover-after-crash", "faults"),
 }
 
 

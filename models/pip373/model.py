@@ -53,7 +53,7 @@ MUTANTS = {
     "mutant:always-rebuild": "the buffer rebuilds on every load (checks skip-when-no-txn)",
     "mutant:commit-marks-aborted": V4_MUTANTS["mutant:commit-marks-aborted"],
     "mutant:no-reload-after-crash": "a topic unloaded by a broker crash is never loaded again "
-                                    "(checks end-txn-completes)",
+                                    "(checks end-txn-completes, sends-complete)",
 }
 
 

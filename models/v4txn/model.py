@@ -23,6 +23,7 @@ MUTANTS = {
     "mutant:end-any-state": "the TC accepts a second end-txn with the other outcome (checks tc-state-machine)",
     "mutant:commit-skips-cursor": "the subscription's commit appends its marker without applying the acks "
                                   "(checks committed-acks-applied)",
+    "mutant:no-recover-after-crash": "a topic whose broker crashed is never loaded again (checks sends-complete)",
     "mutant:append-to-sealed": "a sealed topic appends a transactional send (checks sealed-accepts-no-write)",
 }
 
@@ -93,7 +94,8 @@ class V4Txn(ComposedModel):
 
     def loads(self, s, topic):
         """How an unloaded topic is loaded: v4 always rebuilds the TB."""
-        yield act("tb_recover", topic=topic)
+        if self.config.variant != "mutant:no-recover-after-crash" or not s.crashes:
+            yield act("tb_recover", topic=topic)
 
     def on_txn_append(self, s, topic, b: Buffer) -> Buffer:
         return b
