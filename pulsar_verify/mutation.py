@@ -295,15 +295,15 @@ class Run:
 
 def plan(model: str) -> list[Run]:
     """Every in-process bound set against ``as-written``, each single fix and ``all-fixes``, safety
-    and action properties; then liveness, at every in-process bound set, for ``all-fixes`` (or
-    ``as-written`` for a model without fixes), where the PIP's promises that work eventually
-    happens are checked."""
+    and action properties; then liveness (the PIP's promises that work eventually happens), at
+    every in-process bound set, for ``as-written`` and ``all-fixes``: a fix can make the changed
+    code dead, and only the design as written then runs it."""
     cls = registry.model_class(model)
     variants = [v.name for v in cls.variants if v.kind != "mutant"]
     runs = [Run(p, v) for p in cls.in_process_presets() for v in variants]
     if any(p.kind == "liveness" for p in cls.declared_properties()):
-        best = cls.best_variant() or "as-written"
-        runs += [Run(p, best, True) for p in cls.in_process_presets()]
+        live = dict.fromkeys(["as-written", cls.best_variant() or "as-written"])
+        runs += [Run(p, v, True) for v in live for p in cls.in_process_presets()]
     return runs
 
 
