@@ -28,7 +28,11 @@ def committed_never_filtered(m, s, a, t):
 
 
 def acks_only_from_committed(m, s):
-    return all(s.decided.get(txn) == COMMITTED for _, txn in s.cursors)
+    """A position is in the cursor only if a committed txn acked it (whatever txn the cursor
+    names: a commit that applies another txn's ack is caught too)."""
+    committed = {(topic, pos) for topic, log in enumerate(s.pending_logs)
+                 for kind, txn, pos in log if kind == "ack" and s.decided.get(txn) == COMMITTED}
+    return all(key in committed and s.decided.get(txn) == COMMITTED for key, txn in s.cursors)
 
 
 def committed_acks_applied(m, s):
