@@ -36,10 +36,11 @@ def acks_only_from_committed(m, s):
 
 
 def committed_acks_applied(m, s):
-    """Each subscription whose pending-ack topic holds a txn's commit marker has that txn's acks in
-    its cursor: the marker is appended by the same step that applies them."""
+    """A txn's acks are in the cursor once its subscription has the commit marker (appended by the
+    step that applies them) or once the TC has logged it COMMITTED (after every participant,
+    subscriptions included, answered: what the client is then told)."""
     for topic, log in enumerate(s.pending_logs):
-        committed = {t for kind, t, _ in log if kind == COMMIT_MARKER}
+        committed = {t for kind, t, _ in log if kind == COMMIT_MARKER} | {t for t, st in s.tc if st == COMMITTED}
         if any(kind == "ack" and t in committed and (topic, pos) not in s.cursors for kind, t, pos in log):
             return False
     return True
@@ -106,8 +107,8 @@ PROPERTIES.leads_to("end-txn-completes",
                     "Every end-txn the client asks for is answered, with topics sealed mid-transaction",
                     SEC_END, trigger=ending, goal=lambda m, s: not ending(m, s), fair=SYSTEM)
 PROPERTIES.invariant("committed-acks-applied",
-                     "A committed txn's acks are never lost: once a subscription has processed the commit, each of "
-                     "them is in its cursor",
+                     "A committed txn's acks are never lost: once its subscription has processed the commit, or the "
+                     "TC has logged it committed, each of them is in the cursor",
                      "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'")(
          committed_acks_applied)
 PROPERTIES.action_property("sealed-accepts-no-write",

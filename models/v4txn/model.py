@@ -55,7 +55,7 @@ class V4Txn(ComposedModel):
         "faults": {"crashes": 1, "snapshots": 1, "nontxn": 1},
         "two-txns": {"txns": 2, "crashes": 1, "snapshots": 1},
         "sealed-plain": {"seals": 1, "nontxn": 1},
-        "two-txns-acks": {"txns": 2, "acks": 1},
+        "two-txns-acks": {"txns": 2, "acks": 1, "nontxn": 1},
         "two-topics": {"txns": 2, "topics": 2, "seals": 1, "acks": 1, "nontxn": 1, "crashes": 1},
     }
     large_presets = ("two-topics",)
