@@ -112,3 +112,14 @@ def test_cli_reports_and_exits_1_below_the_recorded_score(tmp_path, monkeypatch)
 def _write(path, data):
     path.write_text(json.dumps(data))
     return path
+
+
+def test_the_review_index_shows_the_mutation_score(tmp_path):
+    report = tmp_path / "mutation.json"
+    score = {"killed": 1, "mutants": 3, "equivalent": 1, "score": 50.0}
+    report.write_text(json.dumps({"models": {"toy-lock": {"score": score}}}))
+    out = tmp_path / "review"
+    done = subprocess.run([sys.executable, "-m", "pulsar_verify", "review", "--models", "toy-lock", "--engines", "local",
+                           "--out", str(out), "--mutation", str(report)], capture_output=True, text=True, timeout=600)
+    index = (out / "index.md").read_text()
+    assert "mutation score" in index and "| 50.0% (1 of 2) |" in index, (done.stderr, index)
