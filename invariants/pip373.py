@@ -8,7 +8,8 @@ from pulsar_verify.model import PropertySet
 from pulsar_verify.models.pip373 import Pip373
 from pulsar_verify.models.pip373.model import FALSE, LEGACY_TXN, TRUE, holds_txn_entry
 
-from .v4txn import ENVIRONMENT, SEC_END, committed_never_filtered, ending, read_committed, sending
+from .v4txn import (ENVIRONMENT, SEC_END, committed_never_filtered, ending, read_committed, sending,
+                    sends_done)
 
 PROPERTIES = PropertySet()
 
@@ -70,4 +71,4 @@ PROPERTIES.leads_to("sends-complete",
                     "A producer's transactional send never hangs, with the property's write in its way: it is "
                     "eventually appended, or fails with the broker",
                     "'it will be set to true when the first TXN message is publishing'", trigger=sending,
-                    goal=lambda m, s: not sending(m, s), fair=SYSTEM)
+                    goal=sends_done, fair=SYSTEM)

@@ -62,6 +62,10 @@ def sending(m, s):
     return bool(s.publishes)
 
 
+def sends_done(m, s):
+    return not s.publishes
+
+
 def undelivered_none_open(m, s):
     """``undelivered``, while no txn is open: an open txn holds the read horizon until it ends,
     and ending it is the client's step (the model has no transaction timeout)."""
@@ -123,4 +127,4 @@ PROPERTIES.leads_to("sends-complete",
                     "A producer's transactional send never hangs: it is eventually appended, or refused "
                     "(TopicTerminated), or fails with the broker",
                     "Background: the TB 'appends transactional entries' to the topic", trigger=sending,
-                    goal=lambda m, s: not sending(m, s), fair=SYSTEM)
+                    goal=sends_done, fair=SYSTEM)

@@ -400,41 +400,47 @@ def _cap(states: int) -> int:
 
 def run_mutant(mutant: Mutant, runs: list[Run], base: list[dict], early: bool = True) -> dict:
     """One mutant at each run, cheapest first, until one kills it. Only in an interpreter that has
-    not imported the model yet (``harness`` spawns one per mutant). ``early``: a run that does not
-    reach the change is skipped and a run stops at the first level that decides a kill (without
-    it, every run is searched whole: the same outcome, at the same run)."""
+    not imported the model yet (``harness`` spawns one per mutant). A run in which the changed model
+    raises, or passes the state cap, does not end the mutant's runs: a later one may still kill it
+    by a verdict; if none does, the first such run decides (killed-by-exception, or inconclusive).
+    ``early``: a run that does not reach the change is skipped and a run stops at the first level
+    that decides a kill (without it, every run is searched whole: the same outcome, at the same run)."""
     _install({mutant.module: (mutant.path, mutant.source)})
-    out = {"model": mutant.model, "id": mutant.id, "where": mutant.describe(), "op": mutant.op, "runs": 0}
+    out = {"model": mutant.model, "id": mutant.id, "where": mutant.describe(), "op": mutant.op, "runs": 0,
+           "reached": 0}
     started = time.perf_counter()
-    same, out["reached"] = True, 0
-    try:
-        for i in sorted(range(len(runs)), key=lambda i: (runs[i].liveness, base[i]["seconds"])):
-            run, b = runs[i], base[i]
-            if mutant.id in b["hits"]:
-                out["reached"] += 1
-            elif early:
-                continue  # the unmutated run never reaches the change: the mutated one is the same run
+    same, undecided = True, {}
+    for i in sorted(range(len(runs)), key=lambda i: (runs[i].liveness, base[i]["seconds"])):
+        run, b = runs[i], base[i]
+        if mutant.id in b["hits"]:
+            out["reached"] += 1
+        elif early:
+            continue  # the unmutated run never reaches the change: the mutated one is the same run
+        out["runs"] += 1
+        try:
             r = _explore(mutant.model, run, until=_until(mutant.model, b["verdicts"]) if early else None,
                          max_states=_cap(b["states"]))
-            out["runs"] += 1
-            got = verdicts(r)
-            if got != b["verdicts"]:
-                out.update(status="killed", run=run.name, changed=_difference(b["verdicts"], got))
-                break
-            if not r.complete:
-                out.update(status="inconclusive", run=run.name,
-                           changed=f"over {_cap(b['states'])} states with the same verdicts so far")
-                break
-            same = same and (r.distinct_states, r.transitions, dict(r.coverage)) == \
-                (b["states"], b["transitions"], b["coverage"])
+        except Exception as exc:  # the mutated model itself failed
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            undecided.setdefault("killed-by-exception", (run.name, f"{type(exc).__name__}: {exc} "
+                                                        f"({Path(frame.filename).name}:{frame.lineno})"))
+            continue
+        got = verdicts(r)
+        if got != b["verdicts"]:
+            out.update(status="killed", run=run.name, changed=_difference(b["verdicts"], got))
+            break
+        if not r.complete:
+            undecided.setdefault("inconclusive", (run.name, f"over {_cap(b['states'])} states with the same "
+                                                            f"verdicts so far"))
+            continue
+        same = same and (r.distinct_states, r.transitions, dict(r.coverage)) == \
+            (b["states"], b["transitions"], b["coverage"])
+    else:
+        status = next((k for k in ("killed-by-exception", "inconclusive") if k in undecided), None)
+        if status:
+            out.update(status=status, run=undecided[status][0], changed=undecided[status][1])
         else:
-            out.update(status="survived", exercised=not same)
-            if not out["reached"]:
-                out["status"] = "not-reached"
-    except Exception as exc:  # the mutated model itself failed
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
-        out.update(status="killed-by-exception", run=run.name,
-                   changed=f"{type(exc).__name__}: {exc} ({Path(frame.filename).name}:{frame.lineno})")
+            out.update(status="survived" if out["reached"] else "not-reached", exercised=not same)
     out["seconds"] = round(time.perf_counter() - started, 2)
     return out
 
