@@ -7,7 +7,7 @@ delivers or records something removed, a boolean answer inverted. Mutants are en
 the module's syntax tree in a fixed order and named by file, enclosing function, operator and a
 digest of the change, so a name stays valid while the code around it moves. Code that selects a
 variant (``m.fixes``, ``m.config.variant``) is left alone: it is the switchboard of the
-deliberate variants, not protocol logic.
+deliberate variants, not protocol logic; so is code that spends the model's bounds (``_spends_bounds``).
 
 Each mutant is run in a fresh interpreter that imports the mutated module in place of the
 original, at the plan's runs (bound set, variant, safety or liveness), cheapest first. It is
@@ -15,10 +15,11 @@ original, at the plan's runs (bound set, variant, safety or liveness), cheapest 
 was not, or no longer violated, or with another shortest counterexample length. The search of a
 run stops at the first level that decides this. A run of the unmutated model that never reaches the
 statement holding the change (the baseline runs with a mark there) cannot differ, and is skipped;
-a mutant no run reaches is *not-reached* at these bounds. A mutant whose model raises is
-*killed-by-exception*, counted apart: a crash shows the mistake, not that a property notices
-it. One that leaves every verdict unchanged *survived*; when it also leaves every run's counts
-(states, transitions, actions taken) unchanged, the change is not exercised at these bounds.
+a mutant no run reaches is *not-reached* at these bounds. A mutant whose model raises in a run,
+and that no other run kills by a verdict, is *killed-by-exception*, counted apart: a crash shows
+the mistake, not that a property notices it. One that leaves every verdict unchanged *survived*;
+when it also leaves every run's counts (states, transitions, actions taken) unchanged, the change
+is not exercised at these bounds (``exercised`` in its record).
 A survivor the model's maintainers have examined is listed in ``tests/mutation/accepted.toml``
 as ``equivalent`` (no behaviour can differ, with the argument) or ``accepted`` (with the reason
 no property is added), and the score is killed / (mutants - equivalent).
