@@ -318,6 +318,8 @@ def cmd_mutation(args) -> int:
     names = args.models or registry.names()
     for name in names:
         registry.model_class(name)
+    if args.record and not os.access(mutation.SCORES.parent, os.W_OK):
+        raise UsageError(f"--record: {mutation.SCORES.parent} is not writable")
     with replacing(args.out) as staging:
         report = mutation.harness(names, count=args.mutants, workers=args.workers,
                                   progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -340,8 +342,8 @@ def cmd_mutation(args) -> int:
     return 1 if low else 0
 
 
-COMMANDS = {"mutation": cmd_mutation, "list": cmd_list, "explore": cmd_explore, "swarm": cmd_swarm, "replay": cmd_replay, "prove": cmd_prove,
-            "review": cmd_review}
+COMMANDS = {"list": cmd_list, "explore": cmd_explore, "swarm": cmd_swarm, "replay": cmd_replay, "prove": cmd_prove,
+            "review": cmd_review, "mutation": cmd_mutation}
 
 
 def internal_error(exc: BaseException) -> str:
