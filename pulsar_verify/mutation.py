@@ -544,8 +544,8 @@ def markdown(report: dict) -> str:
              f"{report['seconds']:.0f} s. A mutant is killed when a verdict or a shortest counterexample "
              "length changes; a crash of the mutated model is counted apart (killed-by-exception) and is "
              "not a kill. Score: killed / (mutants - equivalent).", "",
-             "| model | mutants | killed | by exception | survived | not reached | inconclusive | equivalent | accepted "
-             "| score |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | mutants | killed | by exception | survived | not reached | inconclusive | equivalent "
+             "| accepted | score |", "|---|---|---|---|---|---|---|---|---|---|"]
     for m, r in report["models"].items():
         s = r["score"]
         lines.append(f"| `{m}` | {s['mutants']} | {s['killed']} | {s['killed-by-exception']} | {s['survived']} | "

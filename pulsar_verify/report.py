@@ -411,7 +411,8 @@ def index_page(classes, table: dict, rows, mismatches: list[str] | None, mutatio
         states = sum(r.distinct_states for n, _, _, _, _, r in rows if n == cls.name)
         body.append(f"| [`{cls.name}`]({cls.name}.md) | " +
                     " | ".join(str(sum(f.severity == sev for f in found)) for sev in SEVERITIES) +
-                    f" | {sum(f.observation for f in found)} | {best_text} | {states:,} | {_mutation_cell(scores.get(cls.name))} |")
+                    f" | {sum(f.observation for f in found)} | {best_text} | {states:,} "
+                    f"| {_mutation_cell(scores.get(cls.name))} |")
     lines = ["# pulsar-verify design review", "",
              f"{_n(len(every), 'finding')} in {_n(len(classes), 'model')} ({_severities(every)}). Each model's page "
              "opens with its verdict and its findings, most severe first, then the fixes and what each closes.", ""]

@@ -1,7 +1,6 @@
 """The mutation harness (``pulsar-verify mutation``): its mutants, its verdicts, its early stop."""
 from __future__ import annotations
 
-import ast
 import json
 import multiprocessing
 import subprocess
@@ -95,7 +94,7 @@ def test_the_accepted_survivors_name_chosen_mutants_with_reasons():
             assert note["kind"] in ("equivalent", "accepted") and len(note["reason"]) > 20
 
 
-def test_cli_reports_and_exits_1_below_the_recorded_score(tmp_path, monkeypatch):
+def test_cli_reports_and_exits_1_below_the_recorded_score(tmp_path):
     out = tmp_path / "mut"
     cmd = [sys.executable, "-m", "pulsar_verify", "mutation", "toy-lock", "--mutants", "6", "--workers", "2",
            "--out", str(out)]
