@@ -8,13 +8,49 @@ from pulsar_verify.model import PropertySet
 from pulsar_verify.models.pip468 import Pip468
 from pulsar_verify.models.pip468.assignment import consumer_name, round_robin
 from pulsar_verify.models.pip468.clients import stream_sub
-from pulsar_verify.models.pip468.layout import layout_problems
+from pulsar_verify.models.pip468.layout import HASH_MAX, HASH_MIN, LayoutError, SegmentLayout
 from pulsar_verify.models.pip468.state import KEY_HASHES
 
 PROPERTIES = PropertySet()
 
 
 SPLIT_WHY = "Split Protocol, Why this ordering matters"
+
+
+def layout_problems(layout: SegmentLayout) -> list[str]:
+    """What is wrong with a layout (empty when it satisfies every layout property of the PIP)."""
+    import networkx as nx
+
+    out = []
+    act = layout.active_segments
+    if not act or act[0].hash_range.start != HASH_MIN or act[-1].hash_range.end != HASH_MAX:
+        out.append("active segments do not reach both ends of the hash range")
+    for a, b in zip(act, act[1:]):
+        if a.hash_range.end + 1 != b.hash_range.start:
+            out.append(f"active segments {a.segment_id} and {b.segment_id} leave a gap or overlap")
+    ids = [s.segment_id for s in layout.segments]
+    if len(set(ids)) != len(ids) or any(i >= layout.next_segment_id or i < 0 for i in ids):
+        out.append("segment ids are not unique or not below nextSegmentId")
+    by_id = layout.all_segments
+    dag = nx.DiGraph()
+    dag.add_nodes_from(ids)
+    for s in layout.segments:
+        for c in s.child_ids:
+            dag.add_edge(s.segment_id, c)
+            if c not in by_id or s.segment_id not in by_id[c].parent_ids:
+                out.append(f"child link {s.segment_id} -> {c} has no parent link back")
+        for p in s.parent_ids:
+            if p in by_id and s.segment_id not in by_id[p].child_ids:
+                out.append(f"parent link {s.segment_id} -> {p} has no child link back")
+        if s.active and (s.child_ids or s.sealed_at_epoch != 0):
+            out.append(f"active segment {s.segment_id} has children or a seal epoch")
+        if not s.active and not (s.created_at_epoch < s.sealed_at_epoch <= layout.epoch):
+            out.append(f"sealed segment {s.segment_id} was not sealed after its creation")
+        if s.created_at_epoch > layout.epoch:
+            out.append(f"segment {s.segment_id} was created after the layout's epoch")
+    if not nx.is_directed_acyclic_graph(dag):
+        out.append("the segment DAG has a cycle")
+    return out
 
 
 @lru_cache(maxsize=4096)
@@ -42,9 +78,18 @@ def sealed_accepts_no_write(m, s, a, t):
     return s.layout.segment(seg).active and not (topic is not None and topic.terminated)
 
 
+def _route(layout: SegmentLayout, h: int) -> set:
+    """The segment a producer routes hash ``h`` to by ``layout`` (none where no active segment
+    covers it, which ``layout-valid`` reports)."""
+    try:
+        return {layout.find_active_segment(h).segment_id}
+    except LayoutError:
+        return set()
+
+
 def one_writable_segment(m, s):
     for h in KEY_HASHES:
-        routes = {s.layout.find_active_segment(h).segment_id, s.view.find_active_segment(h).segment_id}
+        routes = _route(s.layout, h) | _route(s.view, h)
         if sum(1 for seg in routes if seg in s.topics and not s.topics[seg].terminated) > 1:
             return False
     return True

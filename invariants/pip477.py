@@ -46,8 +46,7 @@ def i6(m, s):
 
 
 def i7(m, s):
-    drop = m.config.variant == "mutant:old-reader-drops-unknown"
-    return all(survives_old_broker(e.ledger, e.entry, ((ATTR_KEY, e.attr),) if e.attr else (), drop)
+    return all(survives_old_broker(e.ledger, e.entry, ((ATTR_KEY, e.attr),) if e.attr else (), m.config.variant)
                for e in s.schema)
 
 

@@ -5,9 +5,15 @@ by one or negated, a guard dropped or always taken, ``and`` for ``or``, an updat
 field left out of a ``replace``), a version not bumped (``x + 1`` left as ``x``), a call that
 delivers or records something removed, a boolean answer inverted. Mutants are enumerated from
 the module's syntax tree in a fixed order and named by file, enclosing function, operator and a
-digest of the change, so a name stays valid while the code around it moves. Code that selects a
-variant (``m.fixes``, ``m.config.variant``) is left alone: it is the switchboard of the
-deliberate variants, not protocol logic; so is code that spends the model's bounds (``_spends_bounds``).
+digest of the change, so a name stays valid while the code around it moves. Left alone:
+- code that selects a variant (``m.fixes``, ``m.config.variant``), the switchboard of the
+  deliberate variants, and the code a ``mutant:`` variant alone runs (no run of the plan takes it);
+- code that spends the model's bounds (``_spends_bounds``);
+- a null or membership check guarding the dereference next to it (``x is None or x.phase``,
+  ``k in d and d[k]``): negated or turned into the other connective, it dereferences the null or
+  the missing key it has just found, a crash (an NPE in the broker) on first use, which shows the
+  slip without any property and is not the kind of slip the harness measures;
+- declarations (``SKIP_FUNCTIONS``): a message schema changed is a compile error, not a slip.
 
 Each mutant is run in a fresh interpreter that imports the mutated module in place of the
 original, at the plan's runs (bound set, variant, safety or liveness), cheapest first. It is
@@ -52,7 +58,8 @@ ACCEPTED = ROOT / "tests" / "mutation" / "accepted.toml"
 SCORES = ROOT / "tests" / "mutation" / "scores.json"  # the last full run's score per model: the floor
 PER_MODEL = 30  # mutants chosen per model
 SKIP_FILES = {"__init__.py", "symmetry.py"}  # symmetry.py: the reduction, checked by tests/test_symmetry.py
-SKIP_FUNCTIONS = {"action_names", "canonicalize", "is_terminal", "__repr__", "__str__"}  # the checker's bookkeeping
+# the checker's bookkeeping, and the PIP's protobuf schema as written (models/pip477/proto.py)
+SKIP_FUNCTIONS = {"action_names", "canonicalize", "is_terminal", "__repr__", "__str__", "_declare_schema"}
 SWITCHBOARD = ("fixes", "variant")  # attributes that select a variant: not protocol logic
 
 # -- the operators ---------------------------------------------------------------------------------
@@ -63,9 +70,43 @@ _REPLACERS = {"replace", "evolve", "put"}
 
 
 def _switchboard(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr in SWITCHBOARD for n in ast.walk(node)) or any(
-        isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("mutant:")
-        for n in ast.walk(node))
+    return any(isinstance(n, ast.Attribute) and n.attr in SWITCHBOARD for n in ast.walk(node)) or _mutant_only(node)
+
+
+def _mutant_only(test: ast.AST) -> bool:
+    """A condition that names a ``mutant:`` variant: what it guards runs in no run of the plan."""
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("mutant:")
+               for n in ast.walk(test))
+
+
+def _guarded(test: ast.AST) -> Callable[[ast.AST], bool] | None:
+    """For a null check ``x is None`` (or ``is not``) or a membership check ``k in d`` (or ``not in``):
+    whether a node dereferences what it checks (``x.attr``, ``x[i]``; ``d[k]``)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op, right = test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+        x = ast.dump(test.left)
+        return lambda n: isinstance(n, (ast.Attribute, ast.Subscript)) and ast.dump(n.value) == x
+    if isinstance(op, (ast.In, ast.NotIn)):
+        d, k = ast.dump(right), ast.dump(test.left)
+        return lambda n: isinstance(n, ast.Subscript) and ast.dump(n.value) == d and ast.dump(n.slice) == k
+    return None
+
+
+def _null_guards(tree: ast.AST) -> set[int]:
+    """The ids of each null or membership check that a later operand of its ``and`` or ``or``
+    dereferences, and of that ``and``/``or``: changed, the dereference meets the null (or the
+    missing key) it was guarded from."""
+    out = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.BoolOp):
+            continue
+        for i, v in enumerate(node.values):
+            uses = _guarded(v)
+            if uses and any(uses(n) for later in node.values[i + 1:] for n in ast.walk(later)):
+                out.update((id(v), id(node)))
+    return out
 
 
 def _call_name(node: ast.Call) -> str:
@@ -189,8 +230,12 @@ class _Point:
 
 def _points(tree: ast.Module) -> Iterator[_Point]:
     """Every mutation point of a module, in a fixed order."""
+    guards = _null_guards(tree)
+
     def visit(parent, where, stmt, block):
         for field, value in ast.iter_fields(parent):
+            if field == "body" and isinstance(parent, (ast.If, ast.IfExp)) and _mutant_only(parent.test):
+                continue
             items = value if isinstance(value, list) else [value]
             for pos, node in enumerate(items):
                 if not isinstance(node, ast.AST):
@@ -203,7 +248,7 @@ def _points(tree: ast.Module) -> Iterator[_Point]:
                 elif isinstance(node, ast.ClassDef):
                     inner = node.name
                 here, here_block = (node, value) if isinstance(node, ast.stmt) else (stmt, block)
-                if not _switchboard(getattr(node, "test", node)):
+                if not _switchboard(getattr(node, "test", node)) and id(node) not in guards:
                     for op, edit in _edits(node):
                         yield _Point(parent, field, pos if isinstance(value, list) else None, node, where, op, edit,
                                      here, here_block)

@@ -33,6 +33,30 @@ def test_code_that_selects_a_variant_is_not_mutated():
             assert "fixes" not in m.before and "config.variant" not in m.before and "mutant:" not in m.before, m.id
 
 
+def test_null_checks_mutant_only_code_and_declarations_are_not_mutated():
+    code = """
+def f(s, d, k, v):
+    a = s.p is None or s.p.phase == 1
+    b = k in d and d[k] > 0
+    c = s.p is None or k > 0
+    if v == "mutant:broken":
+        g(s)
+    else:
+        h(s)
+def _declare_schema():
+    g(1)
+"""
+    import ast
+    points = {(p.op, ast.unparse(p.node) if not isinstance(p.node, ast.stmt) else type(p.node).__name__)
+              for p in mutation._points(ast.parse(code))}
+    assert ("negate-or-shift-comparison", "s.p is None") in points  # in c: it guards no dereference
+    assert ("and-or", "s.p is None or k > 0") in points
+    assert ("negate-or-shift-comparison", "k > 0") in points and ("drop-call", "Expr") in points  # h(s)
+    texts = {t for _, t in points}
+    assert not texts & {"s.p is None or s.p.phase == 1", "k in d", "k in d and d[k] > 0"}
+    assert sum(1 for op, _ in points if op == "drop-call") == 1  # not g(s) (mutant only), not g(1)
+
+
 def _decide(args):
     mutant, runs, base, early = args
     return mutation.run_mutant(mutant, runs, base, early=early)

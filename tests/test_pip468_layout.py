@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsar_verify.models.pip468.layout import (ACTIVE, HASH_MAX, HashRange, LayoutError, SegmentInfo, SegmentLayout,
-                                  layout_problems)
+from pulsar_verify.invariants.pip468 import layout_problems
+from pulsar_verify.models.pip468.layout import ACTIVE, HASH_MAX, HashRange, LayoutError, SegmentInfo, SegmentLayout
 
 # "Metadata Store Schema", as printed in the PIP.
 PIP_EXAMPLE = """{

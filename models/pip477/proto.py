@@ -15,7 +15,7 @@ _STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
 _MESSAGE = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
 
 
-def _classes(package: str, with_properties: bool):
+def _declare_schema(package: str, with_properties: bool):
     f = descriptor_pb2.FileDescriptorProto(name=f"{package}.proto", package=package, syntax="proto2")
     pos = f.message_type.add(name="PositionInfo")
     pos.field.add(name="ledgerId", number=1, label=_REQUIRED, type=_INT64)
@@ -30,8 +30,8 @@ def _classes(package: str, with_properties: bool):
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.PositionInfo"))
 
 
-OldPositionInfo = _classes("pulsar_verify.before_pip477", with_properties=False)
-NewPositionInfo = _classes("pulsar_verify.pip477", with_properties=True)
+OldPositionInfo = _declare_schema("pulsar_verify.before_pip477", with_properties=False)
+NewPositionInfo = _declare_schema("pulsar_verify.pip477", with_properties=True)
 
 
 def encode(ledger: int, entry: int, properties: tuple) -> bytes:
@@ -46,15 +46,15 @@ def decode(data: bytes) -> tuple:
     return msg.ledgerId, msg.entryId, tuple((kv.key, kv.value) for kv in msg.properties)
 
 
-def old_broker_rewrite(data: bytes, drop_unknown: bool = False) -> bytes:
+def old_broker_rewrite(data: bytes, variant: str = "as-written") -> bytes:
     """An old broker parses the bytes with its ``PositionInfo`` and serialises them again."""
     msg = OldPositionInfo.FromString(data)
-    if drop_unknown:
+    if variant == "mutant:old-reader-drops-unknown":
         msg.DiscardUnknownFields()
     return msg.SerializeToString()
 
 
 @lru_cache(maxsize=1024)
-def survives_old_broker(ledger: int, entry: int, properties: tuple, drop_unknown: bool = False) -> bool:
+def survives_old_broker(ledger: int, entry: int, properties: tuple, variant: str = "as-written") -> bool:
     """I7 on one value: new encoding -> old broker rewrite -> new decoding is the identity."""
-    return decode(old_broker_rewrite(encode(ledger, entry, properties), drop_unknown)) == (ledger, entry, properties)
+    return decode(old_broker_rewrite(encode(ledger, entry, properties), variant)) == (ledger, entry, properties)
