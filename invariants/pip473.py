@@ -106,6 +106,22 @@ def no_write_after_end(m, s, a, t):
     return h is not None and h.state == OPEN
 
 
+# The steps a segment's broker serves or takes: a request to the segment, its own work, a watch event
+# it handles. Not restart (the way back up), not seal (the controller's metadata change, PIP-468), not
+# subscribe (a late subscription's cursor, made in the store, names no segment).
+_SERVED = frozenset(n for n, arrows in Pip473.sequence.items() if "Segment{seg}" in arrows) - {
+    "restart", "seal", "subscribe"}
+
+
+@PROPERTIES.action_property("crashed-broker-serves-nothing",
+                            "While a segment's broker is down, the segment accepts no send or ack, delivers and "
+                            "trims nothing, and handles no watch event: a client's request to it fails",
+                            "Recovery: a restarted broker rebuilds from the store, so nothing is served from the "
+                            "in-memory state a crash lost")
+def crashed_broker_serves_nothing(m, s, a, t):
+    return a.name not in _SERVED or s.up[a.param("seg")]
+
+
 def _ending(m, s):
     return any(c.phase == "ending" for c in s.clients)
 

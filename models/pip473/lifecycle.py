@@ -5,8 +5,8 @@
   at any point of a transaction.
 - Non-transactional sends, which move LAC.
 - A subscription (or reader) created later, reading from the earliest
-  retained entry; retention trimming the oldest entry once every subscription
-  has read past it.
+  retained entry; retention (run by the segment's broker, so not while it is
+  down) trimming the oldest entry once every subscription has read past it.
 - Broker crash and restart: in-memory state lost, store and logs kept; on
   restart the buffer "opens its index watch and header cache; populate from
   the current snapshot" and the pending-ack store replays its index (PIP-473
@@ -37,7 +37,7 @@ def actions(m, s: State):
             yield act("restart", seg=seg)
         pos = s.first[seg]
         subs = s.subs[seg * nsubs:(seg + 1) * nsubs]
-        if cfg.trim and pos < len(s.logs[seg]) and all(x.read > pos for x in subs if x.exists):
+        if cfg.trim and s.up[seg] and pos < len(s.logs[seg]) and all(x.read > pos for x in subs if x.exists):
             yield act("trim", seg=seg)
     for sub in range(cfg.subs, nsubs):
         if not s.subs[sub].exists:
