@@ -102,6 +102,10 @@ def cursors_before_routing(m, s, a, t):
     return topic is not None and all(sub in topic.cursors for sub in s.created)
 
 
+def created_when_propagated(m, s):
+    return not any(sub in s.created for c in s.ctrls for sub, _ in c.subscribing)
+
+
 def undelivered(s):
     """(msg, subscription) pairs acknowledged to the producer and not yet delivered."""
     return [(msg, sub) for msg, _, _, _, subs in s.acked for sub in sorted(subs)
@@ -180,6 +184,10 @@ PROPERTIES.action_property("cursors-before-routing", "A producer's write lands o
                            "for every existing subscription",
                            "Motivation: 'all subscription cursors exist before producers are redirected'")(
         cursors_before_routing)
+PROPERTIES.invariant("created-when-propagated", "The operator's createSubscription call succeeds only once the "
+                     "subscription has been issued on every segment: no segment is still to be done after the "
+                     "success", "Admin REST API, PUT .../subscriptions/{subscription}: 'The controller propagates it "
+                     "to all active segments by issuing createSubscription on each segment:// topic'")(created_when_propagated)
 PROPERTIES.invariant("no-message-loss", "Every acknowledged message is delivered, or still in the backlog, of every "
                      "subscription that existed when it was acknowledged",
                      "Split Protocol: 'guarantee that no messages are lost'")(no_message_loss)

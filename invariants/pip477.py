@@ -112,6 +112,15 @@ def no_publish_pause(m, s):
     return o is None or writable(s, o.write) or creatable(m, s, s.owner) or create_cluster(m, s, s.owner) not in s.alive
 
 
+def unacked_kept(m, s):
+    kept = {lid for lid, _ in s.ml}
+    return all(s.msgs[k] in kept for k in range(s.acked_md, len(s.msgs)))
+
+
+def locator_version_bumps(m, s, a, t):
+    return t.schema == s.schema or t.schema_version > s.schema_version
+
+
 def rollback_keeps_reads(m, s, a, t):
     if a.name not in ("rollback_schema", "promote_cursor_handle"):
         return True
@@ -171,6 +180,16 @@ P.invariant("position-not-rewound", "A consumer's acknowledged position survives
 P.invariant("no-publish-pause", "The topic owner can always write unless the cluster it writes to is down: its "
             "ledger is writable or it can create "
             "one", "Safety Guarantees: 'No publish/consume pause'")(no_publish_pause)
+P.invariant("unacked-messages-kept", "Retention never drops a ledger holding a message the subscription has not "
+            "acknowledged: every message past the confirmed markDelete position is in a ledger of the topic",
+            "Motivation: 'Topic Data Ledgers age out naturally via TTL/Retention'; primer: 'retention keeps "
+            "data after it is acknowledged'")(
+    unacked_kept)
+P.action_property("locator-version-bumps", "Every write of the SchemaLocator znode bumps its version, so a "
+                  "conditional write that read the one before fails (the write PROMOTE and ROLLBACK make included)",
+                  "Concurrent putSchema and PROMOTE: 'concurrent putSchema writes are naturally serialized via the "
+                  "/schemas/<schemaId> znode CAS'")(
+    locator_version_bumps)
 P.action_property("rollback-keeps-business-znodes", "ROLLBACK leaves the business fields of the ledger list, cursor "
                   "and schema znodes byte-for-byte unchanged",
                   "Rollout P6: 'Broker-ZK business znodes byte-for-byte unchanged'; Phase 7")(rollback_keeps_business)

@@ -74,9 +74,19 @@ def _switchboard(node: ast.AST) -> bool:
 
 
 def _mutant_only(test: ast.AST) -> bool:
-    """A condition that names a ``mutant:`` variant: what it guards runs in no run of the plan."""
+    """A condition that names a ``mutant:`` variant."""
     return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("mutant:")
                for n in ast.walk(test))
+
+
+def _mutant_branch(node: ast.AST) -> str | None:
+    """The branch (``body`` or ``orelse``) of an ``if`` that only a ``mutant:`` variant takes: the one
+    ``variant == "mutant:..."`` selects (no run of the plan takes it)."""
+    test = getattr(node, "test", None)
+    if isinstance(node, (ast.If, ast.IfExp)) and isinstance(test, ast.Compare) and len(test.ops) == 1 \
+            and _mutant_only(test):
+        return "body" if isinstance(test.ops[0], (ast.Eq, ast.In)) else "orelse"
+    return None
 
 
 def _guarded(test: ast.AST) -> Callable[[ast.AST], bool] | None:
@@ -234,7 +244,7 @@ def _points(tree: ast.Module) -> Iterator[_Point]:
 
     def visit(parent, where, stmt, block):
         for field, value in ast.iter_fields(parent):
-            if field == "body" and isinstance(parent, (ast.If, ast.IfExp)) and _mutant_only(parent.test):
+            if field == _mutant_branch(parent):
                 continue
             items = value if isinstance(value, list) else [value]
             for pos, node in enumerate(items):

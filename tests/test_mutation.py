@@ -43,18 +43,23 @@ def f(s, d, k, v):
         g(s)
     else:
         h(s)
+    if v != "mutant:other":
+        h(d)
+    else:
+        g(d)
+    x = g(k) if v == "mutant:third" else s.p + 1
 def _declare_schema():
     g(1)
 """
     import ast
-    points = {(p.op, ast.unparse(p.node) if not isinstance(p.node, ast.stmt) else type(p.node).__name__)
-              for p in mutation._points(ast.parse(code))}
+    points = [(p.op, ast.unparse(p.node) if not isinstance(p.node, ast.stmt) else ast.unparse(p.node.value))
+              for p in mutation._points(ast.parse(code))]
     assert ("negate-or-shift-comparison", "s.p is None") in points  # in c: it guards no dereference
     assert ("and-or", "s.p is None or k > 0") in points
-    assert ("negate-or-shift-comparison", "k > 0") in points and ("drop-call", "Expr") in points  # h(s)
+    assert ("negate-or-shift-comparison", "k > 0") in points and ("no-increment", "s.p + 1") in points
     texts = {t for _, t in points}
     assert not texts & {"s.p is None or s.p.phase == 1", "k in d", "k in d and d[k] > 0"}
-    assert sum(1 for op, _ in points if op == "drop-call") == 1  # not g(s) (mutant only), not g(1)
+    assert [t for op, t in points if op == "drop-call"] == ["h(s)", "h(d)"]  # not g(...): mutant only, or declared
 
 
 def _decide(args):

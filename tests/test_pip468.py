@@ -27,6 +27,7 @@ BROKEN = {
     "per-key-order": ("mutant:no-catch-up", "stream-order"),
     "assignment-exclusive": ("mutant:no-rebalance-on-join", "consumers"),
     "reconnect-keeps-assignment": ("mutant:rebalance-on-reconnect", "consumers"),
+    "created-when-propagated": ("mutant:created-after-first-segment", "merge-new-sub"),
     "sessions-durable": ("as-written", "session-failover"),
     "writable-coverage": ("as-written", "failover"),
     "acked-delivered": ("as-written", "consumer-failover"),

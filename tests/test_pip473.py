@@ -26,6 +26,7 @@ BROKEN = {
     "acks-only-from-committed": ("mutant:apply-aborted-acks", "acks"),
     "end-txn-completes": ("mutant:end-needs-append", "sealed"),
     "committed-entries-delivered": ("mutant:pin-committed", "default"),
+    "crashed-broker-serves-nothing": ("mutant:trim-while-down", "acks"),
     "committed-never-filtered": ("as-written", "default"),
     "dispatch-decisions-agree": ("as-written", "faults"),
     "committed-acks-not-lost": ("as-written", "acks"),

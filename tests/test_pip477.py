@@ -42,6 +42,8 @@ BROKEN = {
     "no-publish-pause": ("as-written", "close-restart"),
     "rollback-keeps-reads": ("as-written", "rollback-old-down"),
     "rollback-keeps-business-znodes": ("mutant:rollback-resets-hash", "rollback"),
+    "unacked-messages-kept": ("mutant:trim-unacked", "close"),
+    "locator-version-bumps": ("mutant:rollback-keeps-version", "rollback"),
     "switch-completes": ("mutant:orchestrator-not-resumed", "restart"),
 }
 

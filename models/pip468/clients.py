@@ -133,7 +133,9 @@ def propagate_subscription(m, s: State, a):
     s = replace(s, topics=s.topics.set(seg, t))
     left = c.subscribing[:i] + (((sub, rest),) if rest else ()) + c.subscribing[i + 1:]
     s = replace(s, ctrls=put(s.ctrls, b, replace(c, subscribing=left)))
-    return s if rest else replace(s, created=s.created | {sub})
+    if rest and m.config.variant != "mutant:created-after-first-segment":
+        return s
+    return replace(s, created=s.created | {sub})
 
 
 def _consumer(s: State, name: str):

@@ -34,6 +34,8 @@ MUTANTS = {
                                    "(checks assignment-exclusive)",
     "mutant:rebalance-on-reconnect": "a reconnect within the grace period rebalances "
                                      "(checks reconnect-keeps-assignment)",
+    "mutant:created-after-first-segment": "the createSubscription call succeeds once the first segment has the "
+                                          "subscription (checks created-when-propagated)",
 }
 
 

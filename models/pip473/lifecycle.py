@@ -37,7 +37,8 @@ def actions(m, s: State):
             yield act("restart", seg=seg)
         pos = s.first[seg]
         subs = s.subs[seg * nsubs:(seg + 1) * nsubs]
-        if cfg.trim and s.up[seg] and pos < len(s.logs[seg]) and all(x.read > pos for x in subs if x.exists):
+        up = s.up[seg] or m.config.variant == "mutant:trim-while-down"
+        if cfg.trim and up and pos < len(s.logs[seg]) and all(x.read > pos for x in subs if x.exists):
             yield act("trim", seg=seg)
     for sub in range(cfg.subs, nsubs):
         if not s.subs[sub].exists:

@@ -39,6 +39,7 @@ MUTANTS = {
     "mutant:end-needs-append": "v4-style: end-txn waits for a marker appended to every written segment "
                                "(checks end-txn-completes)",
     "mutant:pin-committed": "maxReadPosition stays pinned by committed txns too (checks committed-entries-delivered)",
+    "mutant:trim-while-down": "retention trims a segment whose broker is down (checks crashed-broker-serves-nothing)",
 }
 
 

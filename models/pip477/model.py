@@ -51,6 +51,10 @@ MUTANTS = {
     "mutant:orchestrator-not-resumed": "a restarted origin broker does not resume its orchestrator (checks "
                                        "switch-completes)",
     "mutant:constructor-bk": "topic load opens the last ledger with the broker's start-up client (checks I15)",
+    "mutant:trim-unacked": "retention drops the oldest ledger without waiting for its messages' acks "
+                           "(checks unacked-messages-kept)",
+    "mutant:rollback-keeps-version": "schema ROLLBACK writes the locator without bumping its version "
+                                     "(checks locator-version-bumps)",
 }
 BUDGETS = ("publish", "roll", "put_schema", "move", "restart", "old_down", "rollback", "sub_property",
            "close_client")

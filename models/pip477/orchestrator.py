@@ -246,7 +246,8 @@ def rollback_schema(m, s: State, a):
     mutant = m.config.variant == "mutant:rollback-resets-hash"
     p = s.progress
     ledgers = {e.ledger for e in s.schema if e.ledger in p.promoted and may_revert(m, s, e.ledger)}
-    s = replace(s, schema=flip(s.schema, ledgers, OLD, mutant), schema_version=s.schema_version + 1)
+    version = s.schema_version if m.config.variant == "mutant:rollback-keeps-version" else s.schema_version + 1
+    s = replace(s, schema=flip(s.schema, ledgers, OLD, mutant), schema_version=version)
     return _progress(s, reverted=p.reverted | ledgers)
 
 
