@@ -161,6 +161,12 @@ def assignment_stale(m, s):
                for i, x in enumerate(s.consumers) if x.broker is not None and x.broker == s.lock)
 
 
+def departed(m, s):
+    """A registered consumer is not connected to the leader (or there is no leader)."""
+    return any(consumer_name(i) in s.registrations and (x.broker is None or x.broker != s.lock)
+               for i, x in enumerate(s.consumers))
+
+
 # Weak fairness: the controller's steps, elections, watch delivery, consumers reconnecting and reading;
 # not what operators, producers and failures do.
 ENVIRONMENT = {"request_split", "request_merge", "lose_session", "crash", "publish", "publish_rejected",
@@ -212,6 +218,13 @@ PROPERTIES.leads_to("writable-coverage", "Every hash again has a writable segmen
 PROPERTIES.leads_to("acked-delivered", "Every acknowledged message is eventually delivered to every subscription "
                     "that existed when it was acknowledged", "Split Protocol: 'no messages are lost'",
                     trigger=lambda m, s: bool(undelivered(s)), goal=lambda m, s: not undelivered(s), fair=SYSTEM)
+PROPERTIES.leads_to("departed-consumers-evicted", "A consumer that leaves and does not come back is evicted: its "
+                    "registration is deleted after its grace period (so its segments go to the others), unless it "
+                    "reconnects to the leader",
+                    "Consumer Session Lifecycle: 'If the grace period expires, the leader deletes the "
+                    "ConsumerRegistration from the metadata store and triggers a rebalance'",
+                    trigger=departed, goal=lambda m, s: not departed(m, s),
+                    fair=tuple(a for a in SYSTEM if a != "connect"))  # a consumer may leave for good
 PROPERTIES.leads_to("assignment-complete", "The persisted assignment converges to the round-robin of the current "
                     "active segments over the registered consumers, and each consumer connected to the "
                     "leader acts on it",

@@ -222,9 +222,10 @@ class Pip468Steps(StepEncoding):
             out = {f"member{b}": member, f"conn{b}": live, f"timer{b}": z3.And(member, z3.Not(live)),
                    f"assigned{b}": v["reg"]}
             if "fenced-registrations" in self.fixes:  # writes issued under an earlier lock fail
-                dropped = z3.And(v[f"pend{b}"] != -1, v["joining"], v["at"] == b)
+                dropped = z3.And(v[f"pend{b}"] != -1, v["joining"], v["at"] == b)  # told, so disconnected
                 out.update({f"pend{b}": -1, "joining": z3.And(v["joining"], z3.Not(dropped)),
-                            "at": z3.If(dropped, -1, v["at"])})
+                            "at": z3.If(dropped, -1, v["at"]), f"conn{b}": z3.And(live, z3.Not(dropped)),
+                            f"timer{b}": z3.And(member, z3.Not(z3.And(live, z3.Not(dropped))))})
             if watches:
                 out.update(self.rebalance(v, b, v["split"], member, v["reg"], out.get(f"pend{b}")))
             return out

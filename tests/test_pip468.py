@@ -29,6 +29,7 @@ BROKEN = {
     "reconnect-keeps-assignment": ("mutant:rebalance-on-reconnect", "consumers"),
     "created-when-propagated": ("mutant:created-after-first-segment", "merge-new-sub"),
     "sessions-durable": ("as-written", "session-failover"),
+    "departed-consumers-evicted": ("as-written", "session-failover"),
     "writable-coverage": ("as-written", "failover"),
     "acked-delivered": ("as-written", "consumer-failover"),
     "assignment-complete": ("as-written", "consumer-failover"),

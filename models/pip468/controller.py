@@ -74,10 +74,12 @@ def elect(m, s: State, a):
                 timers=members - live)
     if "fenced-registrations" in m.fixes and c.writes:
         # writes issued under an earlier lock fail (their condition is that lock's version): dropped
-        # here, and a consumer waiting for one gets its error
-        s = replace(s, consumers=tuple(replace(x, broker=None, joining=False) if x.joining and x.broker == b else x
-                                       for x in s.consumers))
-        c = replace(c, writes=FrozenMap())
+        # here, and a consumer waiting for one gets its error, which ends its connection: the leader,
+        # which "observes the consumer's connection state directly", starts its grace timer
+        told = frozenset(consumer_name(i) for i, x in enumerate(s.consumers) if x.joining and x.broker == b)
+        s = replace(s, consumers=tuple(replace(x, broker=None, joining=False) if consumer_name(i) in told else x
+                                       for i, x in enumerate(s.consumers)))
+        c = replace(c, writes=FrozenMap(), connected=c.connected - told, timers=c.timers | (told & members))
     if "op-intent" in m.fixes and s.intent and not c.ops:
         c = replace(c, ops=(op_on(c, *s.intent),))  # the new leader resumes the persisted operation
     s = replace(_set_ctrl(s, b, c), lock=b)

@@ -62,6 +62,7 @@ class Pip468(ComposedModel):
     presets = {
         "default": {},
         "new-sub": {"new_subs": 1, "msgs": 1},
+        "two-new-subs": {"new_subs": 2},
         "failover": {"failovers": 1, "msgs": 1},
         "merge": {"segments": 2, "splits": 0, "merges": 1, "keys": 2},
         "split-merge": {"segments": 2, "splits": 1, "merges": 1, "brokers": 1, "msgs": 0},
