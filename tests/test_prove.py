@@ -490,6 +490,10 @@ def assert_obligations_have_the_explorers_lengths(name: str, cases: dict):
             assert verdict_lengths(verdict) == explorer_lengths(name, variant, preset, depth), (variant, preset)
 
 
+# properties the PIP-468 step encodings do not state yet (the explorer alone decides them)
+NOT_IN_PIP468_STEPS = {"departed-consumers-evicted", "created-when-propagated"}
+
+
 def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_lengths():
     """As written, at the findings' bounds: the shortest run (or lasso) breaking each property the
     explorer reports broken has the explorer's length; each finding is among them. (The whole
@@ -505,14 +509,19 @@ def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_l
     for module, preset, variants, depth in cases:
         for variant in variants if NIGHTLY else ("as-written",):
             explorer = explorer_lengths("pip-468", variant, preset, depth)
+            enc = module.encoding(variant, preset)
+            unstated = {p for p in explorer if p not in set(enc.properties) | set(enc.liveness)}
+            assert unstated <= NOT_IN_PIP468_STEPS, (variant, preset, unstated)
+            explorer = {p: n for p, n in explorer.items() if p not in unstated}
             if NIGHTLY:
                 lengths = verdict_lengths(run_all()[("pip-468", f"steps-bounded-{preset}", (variant,))])
             else:
-                found = module.encoding(variant, preset).check(depth + 1, only=set(explorer))
+                found = enc.check(depth + 1, only=set(explorer))
                 lengths = found_lengths(found)
             assert lengths == explorer, (variant, preset)
             if variant == "as-written":
-                assert all(lengths[f["property"]] == f["length"] for f in findings if f["bounds"] == preset)
+                assert all(lengths[f["property"]] == f["length"] for f in findings
+                           if f["bounds"] == preset and f["property"] not in NOT_IN_PIP468_STEPS)
 
 
 def test_step_for_step_pip468_checking_finds_each_mutants_violations_with_their_lengths():

@@ -101,9 +101,7 @@ class Pip373(V4Txn):
 
     def __init__(self, config):
         super().__init__(config)
-        self._apply.update({"load_skip": load_skip, "load_rebuild": load_rebuild, "load_confirm": load_confirm,
-                            "persist_flag": persist_flag, "request_flag": request_flag, "admin_update": admin_write,
-                            "admin_remove": admin_write})
+        self._apply = {**self._apply, **APPLY}
 
     def action_names(self):
         names = set(super().action_names()) & set(self.action_labels)
@@ -192,3 +190,7 @@ def admin_write(m, s: State, a):
     if m.config.variant != "mutant:admin-can-write":
         return s
     return replace(s, prop=(a.param("value") if a.name == "admin_update" else ABSENT, False))
+
+
+APPLY = {"load_skip": load_skip, "load_rebuild": load_rebuild, "load_confirm": load_confirm, "persist_flag": persist_flag,
+         "request_flag": request_flag, "admin_update": admin_write, "admin_remove": admin_write}
