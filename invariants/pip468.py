@@ -193,7 +193,8 @@ PROPERTIES.action_property("cursors-before-routing", "A producer's write lands o
 PROPERTIES.invariant("created-when-propagated", "The operator's createSubscription call succeeds only once the "
                      "subscription has been issued on every segment: no segment is still to be done after the "
                      "success", "Admin REST API, PUT .../subscriptions/{subscription}: 'The controller propagates it "
-                     "to all active segments by issuing createSubscription on each segment:// topic'")(created_when_propagated)
+                     "to all active segments by issuing createSubscription on each segment:// topic'")(
+        created_when_propagated)
 PROPERTIES.invariant("no-message-loss", "Every acknowledged message is delivered, or still in the backlog, of every "
                      "subscription that existed when it was acknowledged",
                      "Split Protocol: 'guarantee that no messages are lost'")(no_message_loss)

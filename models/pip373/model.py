@@ -192,5 +192,6 @@ def admin_write(m, s: State, a):
     return replace(s, prop=(a.param("value") if a.name == "admin_update" else ABSENT, False))
 
 
-APPLY = {"load_skip": load_skip, "load_rebuild": load_rebuild, "load_confirm": load_confirm, "persist_flag": persist_flag,
-         "request_flag": request_flag, "admin_update": admin_write, "admin_remove": admin_write}
+APPLY = {"load_skip": load_skip, "load_rebuild": load_rebuild, "load_confirm": load_confirm,
+         "persist_flag": persist_flag, "request_flag": request_flag, "admin_update": admin_write,
+         "admin_remove": admin_write}
