@@ -52,8 +52,7 @@ def _declare_schema():
     g(1)
 """
     import ast
-    points = [(p.op, ast.unparse(p.node) if not isinstance(p.node, ast.stmt) else ast.unparse(p.node.value))
-              for p in mutation._points(ast.parse(code))]
+    points = [(p.op, mutation._text(p.node)) for p in mutation._points(ast.parse(code))]
     assert ("negate-or-shift-comparison", "s.p is None") in points  # in c: it guards no dereference
     assert ("and-or", "s.p is None or k > 0") in points
     assert ("negate-or-shift-comparison", "k > 0") in points and ("no-increment", "s.p + 1") in points
