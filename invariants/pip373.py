@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pulsar_verify.model import PropertySet
 from pulsar_verify.models.pip373 import Pip373
-from pulsar_verify.models.pip373.model import FALSE, LEGACY_TXN, TRUE, holds_txn_entry
+from pulsar_verify.models.pip373.model import FALSE, JUNK, LEGACY_TXN, TRUE, holds_txn_entry
 
 from .v4txn import (ENVIRONMENT, SEC_END, committed_never_filtered, ending, read_committed, sending,
                     sends_done)
@@ -65,6 +65,26 @@ def skip_when_no_txn(m, s, a, t):
     return s.prop != (FALSE, True) or a.name == "load_skip"
 
 
+@PROPERTIES.action_property("non-boolean-kept",
+                            "A property that is not a boolean is left as it is: the broker rebuilds on every load and "
+                            "writes nothing over it",
+                            "Upgrade: 'is not empty and is not typed boolean, rollback to the original behavior that "
+                            "always re-building Two Indexes, but you can never modify it anymore'")
+def non_boolean_kept(m, s, a, t):
+    return s.prop[0] != JUNK or t.prop[0] == JUNK
+
+
+def _flag_owed(m, s) -> bool:
+    return holds_txn_entry(s.logs[0]) and s.prop[0] not in (TRUE, JUNK)
+
+
+PROPERTIES.leads_to("flag-eventually-true",
+                    "A topic that holds a transactional entry eventually shows __contains_txn_messages true to "
+                    "get-properties (a non-boolean value excepted, which is never modified)",
+                    "'it will be set to true when the first TXN message is publishing'; '__contains_txn_messages "
+                    "can be queried by pulsar-admin topics get-properties'; the metric "
+                    "pulsar_broker_using_txn_topics_count counts 'topics [that] contain TXN messages'",
+                    trigger=_flag_owed, goal=lambda m, s: not _flag_owed(m, s), fair=SYSTEM)
 PROPERTIES.leads_to("end-txn-completes", "Every end-txn the client asks for is answered, across crashes and reloads",
                     SEC_END, trigger=ending, goal=lambda m, s: not ending(m, s), fair=SYSTEM)
 PROPERTIES.leads_to("sends-complete",

@@ -144,6 +144,18 @@ def reconnect_keeps_assignment(m, s, a, t):
     return (after.assigned, after.writes) == (before.assigned, before.writes)
 
 
+def connection_closed_with_cause(m, s, a, t):
+    """A consumer's connection ends only by its own disconnect, a crash of the broker it is connected
+    to, or an error reply to the registration it is waiting on."""
+    for i, (x, y) in enumerate(zip(s.consumers, t.consumers)):
+        if x.broker is None or y.broker is not None or x.joining:
+            continue
+        if not ((a.name == "disconnect" and a.param("consumer") == consumer_name(i))
+                or (a.name == "crash" and a.param("broker") == x.broker)):
+            return False
+    return True
+
+
 def sessions_durable(m, s):
     return s.sessions <= set(s.registrations.keys())
 
@@ -208,6 +220,11 @@ PROPERTIES.invariant("assignment-exclusive", "No segment is in two consumers' pe
 PROPERTIES.action_property("reconnect-keeps-assignment", "A consumer reconnecting within its grace period changes "
                            "no assignment", "Consumer Session Lifecycle: 'resumes with the same persisted assignment "
                            "— no rebalance, no other consumer disturbed'")(reconnect_keeps_assignment)
+PROPERTIES.action_property("connection-closed-with-cause", "A stream consumer's connection is closed only by the "
+                           "consumer, by a crash of its broker, or by an error reply to the registration it waits on",
+                           "Consumer Session Lifecycle: 'the leader observes the consumer's connection state "
+                           "directly'; 'If the consumer's connection drops, the leader ... transitions the "
+                           "in-memory state to \"disconnected\"'")(connection_closed_with_cause)
 PROPERTIES.invariant("sessions-durable", "A consumer's registration stays persisted from its registration until "
                      "the leader evicts it after its grace period",
                      "Consumer Session Lifecycle: 'this entry is durable and outlives TCP disconnects, "

@@ -163,6 +163,14 @@ P.action_property("I10", "Schema PROMOTE (and its rollback) changes only Positio
                   "(rollback impossible / historical reads broken)", f"{TABLE} I10; Schema PROMOTE")(i10)
 P.invariant("I11", "No ledger id is handed out by both clusters' idgen (new ledger creation collides with a "
             "migrated ledgerId)", f"{TABLE} I11; Phase 2")(i11)
+@P.action_property("precheck-refuses-unadvanced-idgen", "The switch request's precheck passes only when the new "
+                   "cluster's idgen is past every ledger id of the source cluster; otherwise the operator gets "
+                   "HTTP 409 and nothing changes", "Phase 2: 'verifies the new cluster's /ledgers/idgen-long is "
+                   "advanced beyond max(ledgerId) of the source cluster ... failure returns HTTP 409'")
+def precheck_refuses_unadvanced_idgen(m, s, a, t):
+    return a.name != "precheck" or t.idgen[NEW] > max(t.bk[OLD].keys(), default=0)
+
+
 P.invariant("I12", "Broker-ZK has exactly one cluster with status=ACTIVE (split-brain on activeClusterName)",
             f"{TABLE} I12; Phase 6.2; Key Principles")(i12)
 P.invariant("I13", "The topic owner's in-memory ManagedCursorInfo equals the cursor znode (owner desynchronized "
@@ -185,6 +193,14 @@ P.invariant("unacked-messages-kept", "Retention never drops a ledger holding a m
             "Motivation: 'Topic Data Ledgers age out naturally via TTL/Retention'; primer: 'retention keeps "
             "data after it is acknowledged'")(
     unacked_kept)
+@P.invariant("failed-ledgers-from-old-cluster", "failedLedgers names only ledgers the old cluster created: a switch "
+             "never reports as failed a ledger it had nothing to move",
+             "Phase 4 BUILD: 'if cluster == oldCluster: LedgerCopyUtil.copyLedgerPreservingIds'; Failure Handling: "
+             "'Source ledger unreadable', 'LedgerExistException + LAC mismatch': 'Record in failedLedgers'")
+def failed_ledgers_from_old_cluster(m, s):
+    return s.progress is None or s.progress.failed <= s.allocated[OLD] | s.borrowed
+
+
 P.action_property("locator-version-bumps", "Every write of the SchemaLocator znode bumps its version, so a "
                   "conditional write that read the one before fails (the write PROMOTE and ROLLBACK make included)",
                   "Concurrent putSchema and PROMOTE: 'concurrent putSchema writes are naturally serialized via the "

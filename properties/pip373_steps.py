@@ -4,7 +4,8 @@ to ``models/v4txn``: the persisted property (value, and whether the broker wrote
 queued in broker memory, the three ways a load goes (skip, rebuild, confirm by scanning), the
 property write, the append waiting for it (``persist-before-append``) and the admin API.
 
-The six properties of ``invariants/pip373`` are formulas over a step. At the bounds the findings
+The seven safety properties of ``invariants/pip373`` are formulas over a step (its leads-to properties are
+the explorer's alone). At the bounds the findings
 are at, every variant (mutants too) gets the explorer's verdicts and counterexample lengths.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ PRESETS = ("default", "upgrade-user-false")  # the bounds the findings are at
 class Pip373Steps(Steps):
     model = "pip-373"
     properties = ("read-committed", "committed-never-filtered", "txn-topic-never-skips", "flag-never-cleared",
-                  "flag-system-owned", "skip-when-no-txn")
+                  "flag-system-owned", "skip-when-no-txn", "non-boolean-kept")
     liveness = ()
 
     def __init__(self, config):
@@ -54,7 +55,8 @@ class Pip373Steps(Steps):
 
     def flag_set(self, v):
         """The persisted property already says what a first transactional entry must make it say."""
-        return z3.Or(v["value"] == JUNK, z3.And(v["value"] == TRUE, self.trusted(v), v["flag"] == 0))
+        junk = z3.And(v["value"] == JUNK, self.variant != "mutant:overwrite-non-boolean")
+        return z3.Or(junk, z3.And(v["value"] == TRUE, self.trusted(v), v["flag"] == 0))
 
     def loads(self, v, unloaded) -> dict:
         value = v["value"]
@@ -90,6 +92,8 @@ class Pip373Steps(Steps):
             return z3.And(v["value"] == TRUE, v["by_broker"], w["value"] != TRUE)
         if prop == "txn-topic-never-skips" and label == "load_skip":
             return v.holds_txn_entry()
+        if prop == "non-boolean-kept":
+            return z3.And(v["value"] == JUNK, w["value"] != JUNK)
         if prop == "flag-system-owned" and label in ADMIN:
             return z3.Or(w["value"] != v["value"], w["by_broker"] != v["by_broker"])
         if prop == "skip-when-no-txn" and label in LOADS and label != "load_skip":

@@ -10,7 +10,7 @@ digest of the change, so a name stays valid while the code around it moves. Left
   deliberate variants, and the code a ``mutant:`` variant alone runs (no run of the plan takes it);
 - code that spends the model's bounds (``_spends_bounds``);
 - a null or membership check guarding the dereference next to it (``x is None or x.phase``,
-  ``k in d and d[k]``): negated or turned into the other connective, it dereferences the null or
+  ``k in d and d[k]``, a comprehension's ``if h is not None`` for its ``h[1]``): negated, dropped or turned into the other connective, it dereferences the null or
   the missing key it has just found, a crash (an NPE in the broker) on first use, which shows the
   slip without any property and is not the kind of slip the harness measures;
 - declarations (``SKIP_FUNCTIONS``): a message schema changed is a compile error, not a slip.
@@ -106,16 +106,23 @@ def _guarded(test: ast.AST) -> Callable[[ast.AST], bool] | None:
 
 def _null_guards(tree: ast.AST) -> set[int]:
     """The ids of each null or membership check that a later operand of its ``and`` or ``or``
-    dereferences, and of that ``and``/``or``: changed, the dereference meets the null (or the
-    missing key) it was guarded from."""
+    dereferences, and of that ``and``/``or``; and of each comprehension filter that is such a check
+    of what the comprehension's result (or a later filter) dereferences: changed or dropped, the
+    dereference meets the null (or the missing key) it was guarded from."""
     out = set()
     for node in ast.walk(tree):
-        if not isinstance(node, ast.BoolOp):
-            continue
-        for i, v in enumerate(node.values):
-            uses = _guarded(v)
-            if uses and any(uses(n) for later in node.values[i + 1:] for n in ast.walk(later)):
-                out.update((id(v), id(node)))
+        if isinstance(node, ast.BoolOp):
+            for i, v in enumerate(node.values):
+                uses = _guarded(v)
+                if uses and any(uses(n) for later in node.values[i + 1:] for n in ast.walk(later)):
+                    out.update((id(v), id(node)))
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            result = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for g in node.generators:
+                for i, f in enumerate(g.ifs):
+                    uses = _guarded(f)
+                    if uses and any(uses(n) for later in result + g.ifs[i + 1:] for n in ast.walk(later)):
+                        out.add(id(f))
     return out
 
 
@@ -124,8 +131,9 @@ def _call_name(node: ast.Call) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
-def _edits(node: ast.AST) -> Iterator[tuple[str, Callable[[ast.AST], ast.AST]]]:
-    """(operator, edit) for each mutation of ``node``; ``edit`` returns the node to put in its place."""
+def _edits(node: ast.AST, guards: set[int]) -> Iterator[tuple[str, Callable[[ast.AST], ast.AST]]]:
+    """(operator, edit) for each mutation of ``node``; ``edit`` returns the node to put in its place.
+    A comprehension filter among ``guards`` (``_null_guards``) is not dropped."""
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _SWAP:
         yield "negate-or-shift-comparison", lambda n: ast.Compare(n.left, [_SWAP[type(n.ops[0])]()], n.comparators)
     elif isinstance(node, ast.BoolOp):
@@ -137,7 +145,7 @@ def _edits(node: ast.AST) -> Iterator[tuple[str, Callable[[ast.AST], ast.AST]]]:
         yield "guard-always", lambda n: ast.If(ast.Constant(True), n.body, n.orelse)
         yield "guard-never", lambda n: ast.If(ast.Constant(False), n.body, n.orelse)
     elif isinstance(node, ast.comprehension) and node.ifs:
-        for i in range(len(node.ifs)):
+        for i in (i for i, f in enumerate(node.ifs) if id(f) not in guards):
             yield "drop-filter", lambda n, i=i: ast.comprehension(n.target, n.iter, n.ifs[:i] + n.ifs[i + 1:],
                                                                   n.is_async)
     elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) \
@@ -259,7 +267,7 @@ def _points(tree: ast.Module) -> Iterator[_Point]:
                     inner = node.name
                 here, here_block = (node, value) if isinstance(node, ast.stmt) else (stmt, block)
                 if not _switchboard(getattr(node, "test", node)) and id(node) not in guards:
-                    for op, edit in _edits(node):
+                    for op, edit in _edits(node, guards):
                         yield _Point(parent, field, pos if isinstance(value, list) else None, node, where, op, edit,
                                      here, here_block)
                 yield from visit(node, inner, here, here_block)

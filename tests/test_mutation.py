@@ -48,6 +48,8 @@ def f(s, d, k, v):
     else:
         g(d)
     x = g(k) if v == "mutant:third" else s.p + 1
+    e = {h[1] for h in d if h is not None}
+    f = [h for h in d if h is not None]
 def _declare_schema():
     g(1)
 """
@@ -59,6 +61,8 @@ def _declare_schema():
     texts = {t for _, t in points}
     assert not texts & {"s.p is None or s.p.phase == 1", "k in d", "k in d and d[k] > 0"}
     assert [t for op, t in points if op == "drop-call"] == ["h(s)", "h(d)"]  # not g(...): mutant only, or declared
+    assert [t for op, t in points if op == "drop-filter"] == [mutation._text(ast.parse(code).body[0].body[-1].value
+                                                                             .generators[0])]  # f's filter, not e's
 
 
 def _decide(args):

@@ -23,6 +23,8 @@ BROKEN = {
     "committed-never-filtered": ("mutant:commit-marks-aborted", "default"),
     "end-txn-completes": ("mutant:no-reload-after-crash", "default"),
     "sends-complete": ("mutant:no-reload-after-crash", "default"),
+    "flag-eventually-true": ("as-written", "default"),
+    "non-boolean-kept": ("mutant:overwrite-non-boolean", "upgrade-non-boolean"),
 }
 
 

@@ -28,6 +28,7 @@ BROKEN = {
     "assignment-exclusive": ("mutant:no-rebalance-on-join", "consumers"),
     "reconnect-keeps-assignment": ("mutant:rebalance-on-reconnect", "consumers"),
     "created-when-propagated": ("mutant:created-after-first-segment", "merge-new-sub"),
+    "connection-closed-with-cause": ("mutant:elect-drops-connections", "session-failover"),
     "sessions-durable": ("as-written", "session-failover"),
     "departed-consumers-evicted": ("as-written", "session-failover"),
     "writable-coverage": ("as-written", "failover"),

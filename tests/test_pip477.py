@@ -33,6 +33,8 @@ BROKEN = {
     "I9": ("mutant:promote-clears-cursor-props", "default"),
     "I10": ("mutant:promote-resets-hash", "default"),
     "I11": ("as-written", "cursor"),
+    "precheck-refuses-unadvanced-idgen": ("mutant:no-precheck", "cursor"),
+    "failed-ledgers-from-old-cluster": ("mutant:build-new-entries", "schema"),
     "I12": ("as-written", "cleanup"),
     "I13": ("mutant:coordinator-promotes-cursor", "default"),
     "I14": ("mutant:every-broker-orchestrates", "default"),

@@ -52,6 +52,8 @@ MUTANTS = {
                               "flag-never-cleared)",
     "mutant:always-rebuild": "the buffer rebuilds on every load (checks skip-when-no-txn)",
     "mutant:commit-marks-aborted": V4_MUTANTS["mutant:commit-marks-aborted"],
+    "mutant:overwrite-non-boolean": "the first transactional publish queues true over a non-boolean value "
+                                    "(checks non-boolean-kept)",
     "mutant:no-reload-after-crash": "a topic unloaded by a broker crash is never loaded again "
                                     "(checks end-txn-completes, sends-complete)",
 }
@@ -142,7 +144,8 @@ class Pip373(V4Txn):
     def flag_set(self, s: State) -> bool:
         """The persisted property already says what the first transactional entry must make it say
         (and no other value is queued over it); a non-boolean value is never modified."""
-        return s.prop[0] == JUNK or (s.prop[0] == TRUE and self.trusted(s) and s.buffers[0].flag is None)
+        junk = s.prop[0] == JUNK and self.config.variant != "mutant:overwrite-non-boolean"
+        return junk or (s.prop[0] == TRUE and self.trusted(s) and s.buffers[0].flag is None)
 
     def actions(self, s: State):
         for a in super().actions(s):

@@ -68,6 +68,9 @@ def elect(m, s: State, a):
     -- except one whose connection to this broker is still open, as "the leader observes the
     consumer's connection state directly" (a broker re-elected after losing its session)."""
     b = a.param("broker")
+    if m.config.variant == "mutant:elect-drops-connections":
+        s = replace(s, consumers=tuple(replace(x, broker=None, inbox=None, joining=False) if x.broker == b else x
+                                       for x in s.consumers))
     members = frozenset(s.registrations.keys())
     live = frozenset(consumer_name(i) for i, x in enumerate(s.consumers) if x.broker == b) & members
     c = replace(loaded(s, s.ctrls[b]), leader=True, members=members, assigned=s.registrations, connected=live,

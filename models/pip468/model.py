@@ -34,6 +34,8 @@ MUTANTS = {
                                    "(checks assignment-exclusive)",
     "mutant:rebalance-on-reconnect": "a reconnect within the grace period rebalances "
                                      "(checks reconnect-keeps-assignment)",
+    "mutant:elect-drops-connections": "a broker that wins the election closes the connections of the consumers "
+                                      "connected to it (checks connection-closed-with-cause)",
     "mutant:created-after-first-segment": "the createSubscription call succeeds once the first segment has the "
                                           "subscription (checks created-when-propagated)",
 }

@@ -45,7 +45,9 @@ MUTANTS = {
     "mutant:promote-resets-hash": "schema PROMOTE rebuilds entries without info.hash (checks I10)",
     "mutant:rollback-resets-hash": "schema ROLLBACK rebuilds entries without info.hash (checks "
                                    "rollback-keeps-business-znodes)",
-    "mutant:no-precheck": "the switch skips the idgen precheck (checks I11)",
+    "mutant:build-new-entries": "BUILD also works on schema entries stamped with the new cluster "
+                                "(checks failed-ledgers-from-old-cluster)",
+    "mutant:no-precheck": "the switch skips the idgen precheck (checks I11, precheck-refuses-unadvanced-idgen)",
     "mutant:coordinator-promotes-cursor": "the orchestrator CASes cursor znodes itself (checks I13)",
     "mutant:every-broker-orchestrates": "every broker starts an orchestrator on the directive (checks I14)",
     "mutant:orchestrator-not-resumed": "a restarted origin broker does not resume its orchestrator (checks "

@@ -46,6 +46,9 @@ def actions(m, s: State):
         if p.phase == "build":
             for lid, kind in candidates(s):
                 yield act("build", broker=b, ledger=lid, kind=kind)
+            if m.config.variant == "mutant:build-new-entries":
+                for lid in sorted({e.ledger for e in s.schema if e.attr == NEW} - set(p.built.keys()) - p.failed):
+                    yield act("build", broker=b, ledger=lid, kind="schema")
             if x.promote_read is None:
                 if any(e.ledger in p.built for e in to_promote(m, s)):
                     yield act("promote_schema_read", broker=b)
