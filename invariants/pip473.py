@@ -148,6 +148,24 @@ PROPERTIES.leads_to("finalized-txns-collected",
                     trigger=_uncollected, goal=lambda m, s: not _uncollected(m, s), fair=SYSTEM)
 
 
+def _forgotten_but_cached(m, s):
+    """A running broker still holds, in its header cache, index view or pending acks, a txn the
+    metadata store has forgotten (no header, no op record)."""
+    live = set(s.headers.keys()) | {k[0] for k, _ in s.ops}
+    if any(s.up[seg] and (set(b.hdr.keys()) | set(b.writes.keys())) - live for seg, b in enumerate(s.buffers)):
+        return True
+    nsubs = len(s.pending) // len(s.buffers)
+    return any(s.up[i // nsubs] and (set(p.hdr.keys()) | set(p.acks.keys())) - live for i, p in enumerate(s.pending))
+
+
+PROPERTIES.leads_to("collected-txns-leave-brokers",
+                    "Once a txn's records are collected, every running broker eventually drops it from its header "
+                    "cache, index view and pending acks: broker memory does not grow with finished txns",
+                    "Notification mechanism: the header cache is 'kept up to date by point-watches', "
+                    "maxReadPosition 'populated by a watch on idx:writes-by-segment'; Garbage collection",
+                    trigger=_forgotten_but_cached, goal=lambda m, s: not _forgotten_but_cached(m, s), fair=SYSTEM)
+
+
 def _undelivered(m, s):
     """Some existing subscription has not yet read up to an entry of a committed txn. (Reading
     past it without delivering it is the safety property ``committed-never-filtered``.)"""

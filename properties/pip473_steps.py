@@ -47,7 +47,8 @@ class Pip473Steps(StepEncoding):
     properties = ("header-state-machine", "one-outcome", "read-committed", "committed-never-filtered",
                   "dispatch-decisions-agree", "acks-only-from-committed", "committed-acks-not-lost",
                   "no-write-after-end")
-    liveness = ("end-txn-completes", "finalized-txns-collected", "committed-entries-delivered")
+    liveness = ("end-txn-completes", "finalized-txns-collected", "committed-entries-delivered",
+                "collected-txns-leave-brokers")
     invariants = INVARIANTS
 
     def __init__(self, config):
@@ -256,7 +257,8 @@ class Pip473Steps(StepEncoding):
                    for i in range(self.size)}
         out["pa_header"] = (z3.And(up, v["pa_pend"]), {
             "pa_h": h, "pa_pend": False, "pa_done": z3.Or(v["pa_done"], final),
-            "pa_acks": z3.If(final, -1, v["pa_acks"]),
+            "pa_acks": z3.If(z3.Or(final, h == 0) if "forget-collected-acks" in self.fixes else final, -1,
+                             v["pa_acks"]),
             **{f"acked{i}": z3.Or(v[f"acked{i}"], applied[i]) for i in range(self.size)},
             **{f"applied{i}": z3.Or(v[f"applied{i}"], applied[i]) for i in range(self.size)}})
         out["pa_cleanup"] = (z3.And(up, v["pa_done"], v["aop"]), self.delete_ack())
@@ -339,6 +341,9 @@ class Pip473Steps(StepEncoding):
             return v["phase"] == ENDING
         if prop == "finalized-txns-collected":
             return z3.And(v["decided"] != 0, z3.Or(v["h"] != 0, v["op"], v["aop"]))
+        if prop == "collected-txns-leave-brokers":
+            return z3.And(v["up"], v["h"] == 0, z3.Not(v["op"]), z3.Not(v["aop"]),
+                          z3.Or(v["bh"] != 0, v["bw"] != -1, v["pa_h"] != 0, v["pa_acks"] != -1))
         start = z3.If(v["read"] > v["first"], v["read"], v["first"])
         return z3.And(v["decided"] == COMMITTED, z3.Or(False, *[
             z3.And(start <= i, i < v["n"], v[f"entry{i}"] != 0) for i in range(self.size)]))

@@ -587,7 +587,8 @@ def test_a_drifted_pip468_step_encoding_is_caught():
 
 
 PIP473_VARIANTS = ("as-written", "open-entry-barrier", "finalize-in-cas", "recheck-before-ack",
-                   "gc-waits-for-participants", "keep-decisions-with-data", "owners-reap-orphans", "all-fixes",
+                   "gc-waits-for-participants", "keep-decisions-with-data", "owners-reap-orphans", "forget-collected-acks",
+                   "all-fixes",
                    "mutant:blind-cas", "mutant:deliver-aborted", "mutant:end-needs-append", "mutant:pin-committed")
 # what CI checks: each finding's bounds as written, and each mutant where it breaks its property
 PIP473_CI = (("as-written", "default"), ("as-written", "faults"), ("as-written", "acks"),
@@ -598,7 +599,7 @@ PIP473_CI = (("as-written", "default"), ("as-written", "faults"), ("as-written",
 
 def test_step_for_step_pip473_checking_finds_the_explorers_findings_with_their_lengths():
     """The shortest run (or lasso) breaking each property the explorer reports broken has the
-    explorer's length: all seven findings, and each mutant's property (so every step formula and
+    explorer's length: all eight findings, and each mutant's property (so every step formula and
     trigger can fail). Nightly, the obligations' whole verdicts (every property, up to the
     explorer's depth plus one) are compared too."""
     findings = json.loads(open("findings/pip-473/index.json").read())

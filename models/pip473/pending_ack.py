@@ -81,12 +81,15 @@ def _append_ack(m, s, a, cumulative: bool):
 def pa_header(m, s, a):
     """The header watch fires: reload the cached header; on a final state materialize in
     the same callback. Commit: the index query for this txn's acks, applied to the cursor.
-    Abort: nothing."""
+    Abort: nothing. The header deleted (GC): the text says nothing; as written the txn's pending
+    acks stay (fix forget-collected-acks drops them)."""
     seg, sub, t = a.param("seg"), a.param("sub"), a.param("txn")
     i = _index(m, seg, sub)
     p = s.pending[i]
     h = s.headers.get(t)
     p = replace(p, hdr=p.hdr.remove(t) if h is None else p.hdr.set(t, h.state), pend=p.pend - {t})
+    if h is None and "forget-collected-acks" in m.fixes:  # the txn is over and collected: nothing to apply
+        p = replace(p, acks=p.acks.remove(t))
     if h is None or h.state not in FINAL or t in p.done:
         return replace(s, pending=put(s.pending, i, p))
     if h.state == COMMITTED or m.config.variant == "mutant:apply-aborted-acks":
