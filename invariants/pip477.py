@@ -163,6 +163,8 @@ P.action_property("I10", "Schema PROMOTE (and its rollback) changes only Positio
                   "(rollback impossible / historical reads broken)", f"{TABLE} I10; Schema PROMOTE")(i10)
 P.invariant("I11", "No ledger id is handed out by both clusters' idgen (new ledger creation collides with a "
             "migrated ledgerId)", f"{TABLE} I11; Phase 2")(i11)
+
+
 @P.action_property("precheck-refuses-unadvanced-idgen", "The switch request's precheck passes only when the new "
                    "cluster's idgen is past every ledger id of the source cluster; otherwise the operator gets "
                    "HTTP 409 and nothing changes", "Phase 2: 'verifies the new cluster's /ledgers/idgen-long is "
@@ -193,6 +195,8 @@ P.invariant("unacked-messages-kept", "Retention never drops a ledger holding a m
             "Motivation: 'Topic Data Ledgers age out naturally via TTL/Retention'; primer: 'retention keeps "
             "data after it is acknowledged'")(
     unacked_kept)
+
+
 @P.invariant("failed-ledgers-from-old-cluster", "failedLedgers names only ledgers the old cluster created: a switch "
              "never reports as failed a ledger it had nothing to move",
              "Phase 4 BUILD: 'if cluster == oldCluster: LedgerCopyUtil.copyLedgerPreservingIds'; Failure Handling: "

@@ -10,9 +10,10 @@ digest of the change, so a name stays valid while the code around it moves. Left
   deliberate variants, and the code a ``mutant:`` variant alone runs (no run of the plan takes it);
 - code that spends the model's bounds (``_spends_bounds``);
 - a null or membership check guarding the dereference next to it (``x is None or x.phase``,
-  ``k in d and d[k]``, a comprehension's ``if h is not None`` for its ``h[1]``): negated, dropped or turned into the other connective, it dereferences the null or
-  the missing key it has just found, a crash (an NPE in the broker) on first use, which shows the
-  slip without any property and is not the kind of slip the harness measures;
+  ``k in d and d[k]``, a comprehension's ``if h is not None`` for its ``h[1]``): negated, dropped
+  or turned into the other connective, it dereferences the null or the missing key it has just
+  found, a crash (an NPE in the broker) on first use, which shows the slip without any property and
+  is not the kind of slip the harness measures;
 - declarations (``SKIP_FUNCTIONS``): a message schema changed is a compile error, not a slip.
 
 Each mutant is run in a fresh interpreter that imports the mutated module in place of the

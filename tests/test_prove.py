@@ -416,7 +416,8 @@ def test_step_for_step_pip373_checking_reports_the_explorers_verdicts_and_length
             explorer, z3_lengths = lengths_found_step_for_step("pip-373", variant, preset)
             assert z3_lengths == explorer, (variant, preset)
             if variant == "as-written":  # the findings of the properties the encoding states
-                assert {p: n for (p, b), n in findings.items() if b == preset and p in z373.Pip373Steps.properties} == z3_lengths
+                stated = z373.Pip373Steps.properties
+                assert {p: n for (p, b), n in findings.items() if b == preset and p in stated} == z3_lengths
 
 
 def test_step_for_step_v4_checking_reports_the_explorers_verdicts_and_lengths():
@@ -587,8 +588,8 @@ def test_a_drifted_pip468_step_encoding_is_caught():
 
 
 PIP473_VARIANTS = ("as-written", "open-entry-barrier", "finalize-in-cas", "recheck-before-ack",
-                   "gc-waits-for-participants", "keep-decisions-with-data", "owners-reap-orphans", "forget-collected-acks",
-                   "all-fixes",
+                   "gc-waits-for-participants", "keep-decisions-with-data", "owners-reap-orphans",
+                   "forget-collected-acks", "all-fixes",
                    "mutant:blind-cas", "mutant:deliver-aborted", "mutant:end-needs-append", "mutant:pin-committed")
 # what CI checks: each finding's bounds as written, and each mutant where it breaks its property
 PIP473_CI = (("as-written", "default"), ("as-written", "faults"), ("as-written", "acks"),
