@@ -23,7 +23,7 @@ from .explorer import stderr_progress
 from .results import Result
 from .findings import EXPECTATIONS
 from .model import UsageError
-from .outdir import replacing
+from .outdir import replacing, write_text
 from .show import render_trace
 
 DEFAULT_OUT = Path("out")
@@ -90,6 +90,13 @@ def parser() -> argparse.ArgumentParser:
                          "so runs of tens of millions of states fit in memory; liveness is reported not checked")
     ex.add_argument("--no-reduction", action="store_true",
                     help="the full search: no symmetry reduction (see list for the interchangeable actors)")
+    ex.add_argument("--target", metavar="NAME", help="search for the shortest trace to a state the model's "
+                    "target NAME describes (see list); exit 1 reached, 0 unreachable within the bounds")
+    ex.add_argument("--target-expr", metavar="EXPR", help="the same for a Python expression over the state: its "
+                    "fields by name, s (the state), m (the model), config")
+    ex.add_argument("--via", action="append", metavar="STEP", default=[],
+                    help="with a target: the trace takes this step (an action label, or label(key=value, ...)); "
+                         "repeated, in this order")
     ex.add_argument("--json", action="store_true", help="print the summary as JSON")
     ex.add_argument("--quiet", action="store_true", help="no progress display")
 
@@ -161,6 +168,8 @@ def cmd_list(args) -> int:
             "properties": [{"id": p.id, "kind": p.kind, "statement": p.statement, "section": p.section,
                             **({"fair": list(p.fair)} if p.kind == "liveness" else {})}
                            for p in cls.checked_properties()],
+            "targets": [{"name": t.name, "statement": t.statement, "source": t.source}
+                        for t in cls.declared_targets()],
         })
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -180,6 +189,8 @@ def cmd_list(args) -> int:
                   + tag)
         for p in row["properties"]:
             print(f"  {p['kind']:<9} {p['id']:<28} {p['statement']}  ({p['section']})")
+        for t in row["targets"]:
+            print(f"  target    {t['name']:<28} {t['statement']}  ({t['source']})")
         print()
     return 0
 
@@ -187,6 +198,8 @@ def cmd_list(args) -> int:
 def cmd_explore(args) -> int:
     model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds,
                            reduction=not args.no_reduction)
+    if args.target or args.target_expr or args.via:
+        return cmd_target(args, model)
     out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds).absolute()
     progress = None if (args.quiet or args.json) else stderr_progress
     conf = _settings(args.conf, "--conf")
@@ -206,6 +219,38 @@ def cmd_explore(args) -> int:
     else:
         print(human_summary(model, result))
     return 1 if result.violations else 0
+
+
+def cmd_target(args, inner) -> int:
+    from .target import Aim, TargetSearch, search, verdict_line, write_reach
+    if args.target and args.target_expr:
+        raise UsageError("give --target or --target-expr, not both")
+    model = TargetSearch(inner, Aim(args.target or "", args.target_expr or "", tuple(args.via)))
+    out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds / "target").absolute()
+    progress = None if (args.quiet or args.json) else stderr_progress
+    conf = _settings(args.conf, "--conf")
+    with replacing(out, keep=("spark",)) as staging:
+        spark = start_spark(args.master, conf, args.start_timeout) if args.engine == "spark" else None
+        if not args.json:
+            print(f"searching {model.name} [{model.config!r}] engine={args.engine} for {model.statement}",
+                  file=sys.stderr)
+        r = search(model, args.engine, max_depth=args.max_depth, max_states=args.max_states, master=args.master,
+                   progress=progress, out=out, fresh=args.fresh, conf=conf, partitions=args.partitions, spark=spark)
+        if progress:
+            sys.stderr.write("\n")
+        files = write_reach(model, r, staging, out)
+        summary = {**r.result.summary(), "target": {**model.aim.as_dict(), "statement": model.statement,
+                                                    "reached": r.reached, "length": r.length if r.reached else None,
+                                                    "steps": r.steps, "files": [str(f) for f in files]}}
+        write_text(staging / "summary.json", json.dumps(summary, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(verdict_line(model, r))
+        if r.reached:
+            print(render_trace(list(r.states), list(r.actions)))
+            print(f"  trace: {files[0]}\n  explanation: {files[1]}\n  replay: pulsar-verify replay {files[0]}")
+    return 1 if r.reached else 0
 
 
 def human_summary(model, r: Result) -> str:

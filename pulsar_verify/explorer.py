@@ -34,7 +34,8 @@ def new_result(model: Model, **kw) -> Result:
     kept, and deadlock freedom) and the symmetry it reduces by."""
     kept = {p.id for p in (*model.invariants, *model.action_properties, *model.liveness)}
     return Result(model.name, model.config.variant, model.config.as_dict(), reduction=model.reduction,
-                  properties=[(p.id, p.kind) for p in (*model.props, DEADLOCK) if p.id in kept or p is DEADLOCK],
+                  properties=[(p.id, p.kind) for p in model.props if p.id in kept]
+                  + ([(DEADLOCK.id, DEADLOCK.kind)] if model.checks_deadlock else []),
                   **kw)
 
 

@@ -82,10 +82,12 @@ DEADLOCK = Property("deadlock", "Every non-terminal state has a successor", "-",
 
 class PropertySet:
     """A model's properties in the order they are declared, each with its id, one-line
-    statement and the PIP section it comes from. A module declares one, ``PROPERTIES``."""
+    statement and the PIP section it comes from. A module declares one, ``PROPERTIES``.
+    Beside them, its targets: states a bug report describes, for ``explore --target``."""
 
     def __init__(self):
         self.items: list[Property] = []
+        self.targets: list = []
 
     def invariant(self, id: str, statement: str, section: str):
         def register(fn: Callable[["Model", Any], bool]):
@@ -104,6 +106,16 @@ class PropertySet:
         """Declare ``trigger ~> goal`` (default trigger: every state), assuming the
         ``fair`` actions weakly fair."""
         self.items.append(Property(id, statement, section, "liveness", trigger=trigger, goal=goal, fair=tuple(fair)))
+
+    def target(self, name: str, statement: str, source: str):
+        """Declare a target (``pulsar_verify.target``): ``fn(model, state)`` holds in the state described."""
+        def register(fn: Callable[["Model", Any], bool]):
+            from .target import Target
+            if any(t.name == name for t in self.targets):
+                raise ModelDefinitionError(f"target {name!r} is declared twice")
+            self.targets.append(Target(name, statement, source, fn))
+            return fn
+        return register
 
 
 @attrs.frozen
@@ -211,6 +223,7 @@ class Model:
     # The module whose ``PROPERTIES`` (a PropertySet) are this model's properties; by default
     # the model's own module.
     properties_from: str = ""
+    checks_deadlock: bool = True  # every run checks deadlock freedom (a target search does not)
 
     def __init__(self, config: Config):
         self.config = config
@@ -234,17 +247,26 @@ class Model:
 
     # -- declaration -----------------------------------------------------------
     @classmethod
+    def _declaration(cls) -> PropertySet:
+        module = importlib.import_module(cls.properties_from or cls.__module__)
+        declared = getattr(module, "PROPERTIES", None)
+        if not isinstance(declared, PropertySet):
+            raise ModelDefinitionError(f"model {cls.name}: {module.__name__} declares no PROPERTIES "
+                                       f"(a PropertySet)")
+        return declared
+
+    @classmethod
+    def declared_targets(cls) -> tuple:
+        """The states the model's bug reports describe (``explore --target``), as declared."""
+        return tuple(cls._declaration().targets)
+
+    @classmethod
     def declared_properties(cls) -> tuple[Property, ...]:
         """The model's properties, read once from ``properties_from`` and checked against the
         model: the same whatever else was imported before, and under any reload."""
         cached = cls.__dict__.get("_declared")
         if cached is None:
-            module = importlib.import_module(cls.properties_from or cls.__module__)
-            declared = getattr(module, "PROPERTIES", None)
-            if not isinstance(declared, PropertySet):
-                raise ModelDefinitionError(f"model {cls.name}: {module.__name__} declares no PROPERTIES "
-                                           f"(a PropertySet)")
-            cached = tuple(attrs.evolve(p, model=cls.name) for p in declared.items)
+            cached = tuple(attrs.evolve(p, model=cls.name) for p in cls._declaration().items)
             cls.check_declaration(cached)
             cls._declared = cached
         return cached

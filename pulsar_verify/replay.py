@@ -26,7 +26,7 @@ class Outcome:
     actions: tuple = attrs.field(default=(), eq=False, repr=False)
 
 
-KINDS = ("invariant", "action", "liveness", "deadlock")
+KINDS = ("invariant", "action", "liveness", "deadlock", "target")
 
 
 def load(path: str | Path) -> dict:
@@ -104,7 +104,15 @@ def replay(path: str | Path, variant: str | None = None) -> Outcome:
     doc = load(path)
     model = model_for(doc, path, variant)
     other = variant is not None and variant != doc["#meta"]["variant"]
-    prop = recorded_property(model, doc["#meta"]["violation"], path)
+    if doc["#meta"]["violation"].get("kind") == "target":
+        from .target import Aim, TargetSearch
+        try:
+            wanted = TargetSearch(model, Aim.from_dict(doc["#meta"].get("target")))
+        except UsageError as exc:
+            raise TraceError(f"{path}: '#meta.target': {exc}") from None
+        prop = wanted.props[0]
+    else:
+        prop = recorded_property(model, doc["#meta"]["violation"], path)
     entries = doc["states"]
 
     def vars_of(i, entry):
@@ -147,6 +155,12 @@ def replay(path: str | Path, variant: str | None = None) -> Outcome:
 
     steps = len(actions)
     loop_text = ""
+    if doc["#meta"]["violation"].get("kind") == "target":
+        if wanted.reached_by(actions, states[-1]):
+            return Outcome(True, f"target reached after {steps} steps: {wanted.statement}", steps, tuple(states),
+                           tuple(actions))
+        return Outcome(False, f"the target is not reached at the end of the replayed trace ({steps} steps): "
+                              f"{wanted.statement}", steps, tuple(states), tuple(actions))
     if prop.kind == "invariant":
         held = prop.check(model, states[-1])
     elif prop.kind == "action":

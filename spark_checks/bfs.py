@@ -43,6 +43,7 @@ from pulsar_verify.fingerprint import decode, encode
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import DEADLOCK, Action, Model, UsageError
 from pulsar_verify.results import Result, Violation
+from pulsar_verify.target import TargetSearch
 
 from .checkpoint import Checkpoint, edges_schema, links_schema, load_action, read_parts, read_summaries, read_visited, \
     rows, write_summary, write_table, write_visited
@@ -56,17 +57,19 @@ _models: dict = {}
 
 
 def model_spec(model: Model) -> tuple:
-    """What an executor needs to rebuild ``model``: plain, picklable data."""
+    """What an executor needs to rebuild ``model``: plain, picklable data (with a target search's aim)."""
+    aim = model.aim if isinstance(model, TargetSearch) else None
     return (model.name, model.config.variant, tuple(sorted(model.config.as_dict().items())),
-            bool(model.reduction))
+            bool(model.reduction), aim)
 
 
 def _model(spec) -> Model:
     """The model ``spec`` names, built once per executor process."""
     model = _models.get(spec)
     if model is None:
-        name, variant, values, reduction = spec
-        model = _models[spec] = registry.build(name, variant, values=dict(values), reduction=reduction)
+        name, variant, values, reduction, aim = spec
+        model = registry.build(name, variant, values=dict(values), reduction=reduction)
+        model = _models[spec] = TargetSearch(model, aim) if aim is not None else model
     return model
 
 
@@ -315,7 +318,8 @@ class SparkExplorer:
         self.parts = partitions or max(2, self.sc.defaultParallelism)
         self.identity = {"model": model.name, "variant": model.config.variant,
                          "config": json.loads(json.dumps(model.config.as_dict())), "graph": self.graph,
-                         "reduction": model.reduction}
+                         "reduction": model.reduction,
+                         **({"target": self.spec[4].as_dict()} if self.spec[4] else {})}
         self.init_by_fp: dict[int, object] = {}
 
     # -- level 0, or the last complete level of a checkpoint -------------------------------------

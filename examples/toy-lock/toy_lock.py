@@ -98,3 +98,9 @@ def lock_held_by_entrant(model, s, a, t):
 PROPERTIES.leads_to("critical-released", "A process in its critical section eventually leaves it", "toy",
                     trigger=lambda m, s: CRITICAL in s.pc, goal=lambda m, s: CRITICAL not in s.pc,
                     fair=("release",))
+
+
+@PROPERTIES.target("both-critical", "two processes are in their critical sections at once",
+                   "a report: 'both workers wrote the file'")
+def both_critical(model, s):
+    return sum(1 for pc in s.pc if pc == CRITICAL) >= 2
