@@ -64,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("explore", help="exhaustive exploration of one model variant")
     ex.add_argument("model")
-    ex.add_argument("--variant", default="as-written")
+    ex.add_argument("--variant", help="default: the model's baseline, as-written (see list)")
     ex.add_argument("--bounds", default="default", metavar="PRESET", help="a named bound set (see list)")
     ex.add_argument("--set", action="append", metavar="KEY=VALUE", help="a bound or fault switch")
     ex.add_argument("--max-depth", type=_positive)
@@ -102,7 +102,7 @@ def parser() -> argparse.ArgumentParser:
 
     sw = sub.add_parser("swarm", help="many seeded random walks, for bounds beyond exhaustive search")
     sw.add_argument("model")
-    sw.add_argument("--variant", default="as-written")
+    sw.add_argument("--variant", help="default: the model's baseline, as-written (see list)")
     sw.add_argument("--bounds", default="default", metavar="PRESET", help="a named bound set (see list)")
     sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="a bound or fault switch")
     sw.add_argument("--walks", type=_positive, default=1000)

@@ -87,7 +87,7 @@ def only(model, prop: str):
     return model
 
 
-def shortest(finding: Finding, variant: str = "as-written"):
+def shortest(finding: Finding, variant: str | None = None):
     """The shortest violation of the finding's property at its bounds, or None."""
     model = registry.build(finding.model, variant, preset=finding.bounds)
     if finding.alone:

@@ -312,6 +312,12 @@ class Model:
         raise UsageError(f"unknown variant {name!r} of model {cls.name} (known: {', '.join(cls.variant_names())})")
 
     @classmethod
+    def baseline(cls) -> str:
+        """The design as written (``as-written``; a model of an implementation names its own): the
+        first variant, and the default of every command."""
+        return cls.variants[0].name
+
+    @classmethod
     def best_variant(cls) -> str | None:
         """``all-fixes``: the variant every property must hold for (None for a model without fixes)."""
         return "all-fixes" if "all-fixes" in cls.variant_names() else None
@@ -327,10 +333,11 @@ class Model:
         return [v.name for v in cls.variants]
 
     @classmethod
-    def make_config(cls, variant: str = "as-written", overrides: dict[str, str] | None = None,
+    def make_config(cls, variant: str | None = None, overrides: dict[str, str] | None = None,
                     values: dict[str, Any] | None = None, preset: str = "default") -> Config:
         """A config: the preset's bounds, then ``values`` (typed, e.g. from a trace file) and
         ``overrides`` (text, from ``--set``), each checked against the parameter's type and range."""
+        variant = variant or cls.baseline()
         cls.variant_named(variant)
         if preset not in cls.presets:
             raise UsageError(f"unknown bounds {preset!r} of model {cls.name} (known: {', '.join(cls.presets)})")

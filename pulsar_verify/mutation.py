@@ -367,7 +367,7 @@ def plan(model: str) -> list[Run]:
     variants = [v.name for v in cls.variants if v.kind != "mutant"]
     runs = [Run(p, v) for p in cls.in_process_presets() for v in variants]
     if any(p.kind == "liveness" for p in cls.declared_properties()):
-        live = dict.fromkeys(["as-written", cls.best_variant() or "as-written"])
+        live = dict.fromkeys([cls.baseline(), cls.best_variant() or cls.baseline()])
         runs += [Run(p, v, True) for v in live for p in cls.in_process_presets()]
     return runs
 

@@ -52,9 +52,10 @@ def model_class(name: str) -> type[Model]:
     return cls
 
 
-def build(name: str, variant: str = "as-written", overrides: dict[str, str] | None = None,
+def build(name: str, variant: str | None = None, overrides: dict[str, str] | None = None,
           values: dict | None = None, preset: str = "default", reduction: bool = True) -> Model:
-    """``reduction=False``: without symmetry reduction (the full search)."""
+    """``variant``: by default the model's baseline (``as-written``). ``reduction=False``: without
+    symmetry reduction (the full search)."""
     cls = model_class(name)
     model = cls(cls.make_config(variant, overrides, values, preset))
     return model if reduction else model.full_search()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import attrs
 
+from . import registry
 from .findings import SEVERITIES, catalogue
 from .model import Model
 from .replay import load, model_for, replay
@@ -318,7 +319,7 @@ def verdict(cls: type[Model], table: dict, rows, found: list) -> str:
     every fix together holds."""
     findings = [f for f in found if not f.observation]
     n = len(cls.checked_properties())
-    bad = _broken(cls, table, "as-written")
+    bad = _broken(cls, table, cls.baseline())
     text = (f"As written, `{cls.name}` breaks {len(bad)} of its {n} properties within the bounds explored: "
             f"{_n(len(findings), 'finding')} ({_severities(findings)}) and "
             f"{_n(len(found) - len(findings), 'observation')}." if bad else
@@ -441,8 +442,9 @@ def plots(out: Path, name: str, rows) -> list[str]:
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
+    baseline = registry.model_class(name).baseline()
     mine = [(preset, r) for n, variant, preset, engine, _, r in rows
-            if n == name and variant == "as-written" and engine == "local"]
+            if n == name and variant == baseline and engine == "local"]
     if not mine:
         return []
     def save(fig, kind: str) -> str:

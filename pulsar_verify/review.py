@@ -55,7 +55,7 @@ def read_expectations(path: Path, classes: list[type[Model]], update: bool = Fal
 def _hypothesis_variants(cls) -> list[str]:
     """As written, and the variant with every fix."""
     best = cls.best_variant()
-    return ["as-written"] + ([best] if best else []) if cls.hypothesis_bounds else []
+    return [cls.baseline()] + ([best] if best else []) if cls.hypothesis_bounds else []
 
 
 def _one_run(name, variant, preset, engine, into: Path, final: Path, master="local[*]"):

@@ -211,7 +211,7 @@ def search(model: TargetSearch, engine: str = "local", **kw) -> Reach:
                  result.complete, result)
 
 
-def reach(model: str, *, target: str = "", expr: str = "", via=(), variant: str = "as-written",
+def reach(model: str, *, target: str = "", expr: str = "", via=(), variant: str | None = None,
           bounds: str = "default", settings: dict | None = None, engine: str = "local", **kw) -> Reach:
     """A bug report as a test: can ``model`` at these bounds reach the target, and by which shortest
     trace? ``settings``: bounds beyond the named set (typed values). ``via``: steps, in this order."""

@@ -75,7 +75,7 @@ def actions(m, s: State):
         if s.crashes < cfg.crashes:
             yield act("crash", topic=topic)
         read = s.subs[topic].read
-        if read <= max_read_position(s, topic):
+        if read <= m.read_limit(s, topic):
             kind, t = s.logs[topic][read]
             if kind != DATA:
                 yield act("skip_marker", topic=topic, pos=read)

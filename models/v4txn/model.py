@@ -100,6 +100,10 @@ class V4Txn(ComposedModel):
             return
         yield act("tb_recover", topic=topic)
 
+    def read_limit(self, s, topic) -> int:
+        """The dispatcher's horizon: maxReadPosition, derived from the TB's ongoing set."""
+        return buffer.max_read_position(s, topic)
+
     def on_txn_append(self, s, topic, b: Buffer) -> Buffer:
         return b
 

@@ -1,0 +1,89 @@
+"""Properties of ``v4-impl``, stated as a producer, consumer or reader sees them: the v4 model's
+(with the fairness of this model's own steps: topic load, recovery, the reader's loop, timeouts),
+and the symptoms users report (apache/pulsar issues and PRs named in each)."""
+from __future__ import annotations
+
+import attrs
+
+from pulsar_verify.model import PropertySet
+from pulsar_verify.models.v4impl import V4Impl
+from pulsar_verify.models.v4impl.reader import aborted_in_log
+from pulsar_verify.models.v4impl.state import READING
+from pulsar_verify.models.v4txn.state import DATA, OPEN
+
+from . import v4txn
+
+PROPERTIES = PropertySet()
+
+# Weak fairness: the TC (its timeout included), the brokers (load, recovery, dispatch) and the reader's
+# loop; not what producers and transactional clients do, nor crashes, snapshots or seals.
+SYSTEM = tuple(sorted(set(V4Impl.action_labels) - v4txn.ENVIRONMENT))
+READER = "Pulsar client Reader: 'hasMessageAvailable ... readNext'; apache/pulsar #11877, PR #22610"
+SINCE_V4 = {"sealed-accepts-no-write"}  # about sealed segments, which persistent:// topics are not
+
+RESTATED = {"end-txn-completes": "Every end-txn the client asks for, or the timeout starts, is answered, across "
+                                "crashes and reloads"}
+
+for p in v4txn.PROPERTIES.items:
+    if p.id not in SINCE_V4:
+        p = attrs.evolve(p, statement=RESTATED.get(p.id, p.statement))
+        PROPERTIES.items.append(attrs.evolve(p, fair=SYSTEM) if p.kind == "liveness" else p)
+
+
+@PROPERTIES.action_property("last-id-within-horizon",
+                            "A reader is never told a message is available when the only newer entries are those "
+                            "of a transaction not yet ended on the topic, or while the topic's buffer recovers",
+                            "apache/pulsar PR #21466: getLastMessageIds 'should return the max read position "
+                            "instead of lastConfirmedEntry'")
+def last_id_within_horizon(m, s, a, t):
+    return a.name != "get_last_id" or not t.reader.beyond
+
+
+PROPERTIES.leads_to("told-available-reads",
+                    "A reader told a message is available eventually reads one (readNext returns)", READER,
+                    trigger=lambda m, s: s.reader.phase == READING, goal=lambda m, s: s.reader.phase != READING,
+                    fair=SYSTEM)
+
+
+def _open(m, s) -> bool:
+    return any(state == OPEN for _, state in s.tc)
+
+
+PROPERTIES.leads_to("open-txn-ends",
+                    "An open transaction eventually ends, if only by the coordinator's timeout",
+                    "Pulsar documentation, transactions: a transaction 'is aborted' once its timeout expires",
+                    trigger=_open, goal=lambda m, s: not _open(m, s), fair=SYSTEM)
+
+
+def _plain_unread(m, s) -> bool:
+    return any(kind == DATA and not txn and pos not in s.subs[topic].received
+               for topic, log in enumerate(s.logs) for pos, (kind, txn) in enumerate(log))
+
+
+PROPERTIES.leads_to("plain-message-delivered",
+                    "A non-transactional message is eventually delivered to the subscription, whatever "
+                    "transactions around it do",
+                    "Background: the TB 'gates the dispatcher's read horizon (maxReadPosition)'; an open "
+                    "transaction holds it only until it ends",
+                    trigger=_plain_unread, goal=lambda m, s: not _plain_unread(m, s), fair=SYSTEM)
+
+
+@PROPERTIES.target("reader-stuck-on-aborted-tail",
+                   "a reader was told a message is available, its receiver queue is empty, and every entry "
+                   "after the last one it read is a transaction marker or an aborted transaction's entry",
+                   "apache/pulsar #11877; PR #22610 'Fix Reader can be stuck from transaction aborted messages'")
+def reader_stuck_on_aborted_tail(m, s) -> bool:
+    r = s.reader
+    log = s.logs[0]
+    aborted = aborted_in_log(log)
+    return (r.phase == READING and not r.queue and len(log) > r.pos + 1
+            and all(kind != DATA or txn in aborted for kind, txn in log[r.pos + 1:]))
+
+
+@PROPERTIES.target("reader-told-available-beyond-horizon",
+                   "a reader was told a message is available, its receiver queue is empty, and the last message "
+                   "id it was given is past what it can read: the entry of a transaction not yet ended on the "
+                   "topic, or any while the buffer recovered",
+                   "apache/pulsar PR #21466 'Fix getting last message ID when there are ongoing transactions'")
+def reader_told_available_beyond_horizon(m, s) -> bool:
+    return s.reader.phase == READING and not s.reader.queue and s.reader.beyond

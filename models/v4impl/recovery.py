@@ -1,0 +1,77 @@
+"""Topic load and transaction-buffer recovery as the implementation does them, with a stored
+``maxReadPosition`` that events move.
+
+apache/pulsar ``TopicTransactionBuffer``: the buffer is created with the topic, its
+``maxReadPosition`` set to the managed ledger's last confirmed entry; its recovery then runs
+asynchronously (state Initializing) and ends in Ready, where ``maxReadPosition`` is the position
+before the first ongoing transaction's entry, or the last confirmed entry if none is ongoing
+(PR #14192). A non-transactional publish moves ``maxReadPosition`` to the new entry only when the
+buffer is Ready with no ongoing transaction (``syncMaxReadPositionForNormalPublish``, PR #12386);
+during recovery it is appended and the position stays. A commit or abort marker moves it past the
+ended transaction. The topic serves publishes and ``getLastMessageId`` while its buffer recovers.
+"""
+from __future__ import annotations
+
+from pulsar_verify.model import act
+from pulsar_verify.models.v4txn import buffer
+from pulsar_verify.values import put, replace
+
+from .state import ImplState
+
+
+def lac(s: ImplState, topic: int) -> int:
+    """The managed ledger's last confirmed entry (-1: empty)."""
+    return len(s.logs[topic]) - 1
+
+
+def _moved(s: ImplState, topic: int) -> ImplState:
+    """The buffer's own ``updateMaxReadPosition``: before its first ongoing txn, else the last entry."""
+    return replace(s, max_read=put(s.max_read, topic, buffer.max_read_position(s, topic)))
+
+
+def actions(m, s: ImplState):
+    for topic in range(m.config.topics):
+        if s.loaded[topic] and not s.buffers[topic].ready and s.nontxn < m.config.nontxn:
+            yield act("send_nontxn", topic=topic)  # during recovery (Ready topics: the v4 dispatcher module)
+
+
+def actions_load(s: ImplState, topic: int):
+    """How an unloaded topic comes back: loaded first, its buffer recovered by a step of its own."""
+    yield act("tb_recover" if s.loaded[topic] else "topic_load", topic=topic)
+
+
+def topic_load(m, s: ImplState, a):
+    """A broker loads the topic: the TB is created (Initializing), ``maxReadPosition`` = LAC."""
+    topic = a.param("topic")
+    return replace(s, loaded=put(s.loaded, topic, True), max_read=put(s.max_read, topic, lac(s, topic)))
+
+
+def tb_recover(m, s: ImplState, a):
+    """The recovery ends: the buffer rebuilt from its snapshot and the log (v4), Ready."""
+    return _moved(buffer.recover(m, s, a), a.param("topic"))
+
+
+def send_nontxn(m, s: ImplState, a):
+    topic = a.param("topic")
+    t = buffer.send_nontxn(m, s, a)
+    b = s.buffers[topic]
+    return replace(t, max_read=put(t.max_read, topic, lac(t, topic))) if b.ready and not b.ongoing else t
+
+
+def end_on_partition(m, s: ImplState, a):
+    return _moved(buffer.end_on_partition(m, s, a), a.param("topic"))
+
+
+def crash(m, s: ImplState, a):
+    """The v4 crash, and the topic unloaded: ``maxReadPosition`` (memory) lost; the reader's consumer
+    reconnects from the message after the last one it read, its receiver queue cleared."""
+    topic = a.param("topic")
+    t = buffer.crash(m, s, a)
+    r = s.reader
+    subs = t.subs if topic else put(t.subs, 0, replace(t.subs[0], read=r.pos + 1))
+    return replace(t, loaded=put(t.loaded, topic, False), max_read=put(t.max_read, topic, -1), subs=subs,
+                   reader=r if topic else replace(r, queue=()))
+
+
+APPLY = {"topic_load": topic_load, "tb_recover": tb_recover, "send_nontxn": send_nontxn,
+         "end_on_partition": end_on_partition, "crash": crash}

@@ -1,0 +1,38 @@
+"""What ``v4-impl`` adds to the v4 state: each topic's load status and stored ``maxReadPosition``,
+and a reader on topic 0 with its receiver queue.
+
+The topic's transaction buffer is in one of the implementation's states (``TopicTransactionBuffer``):
+None (``loaded`` false: the topic is not served), Initializing (``loaded``, the buffer not ready: its
+recovery is reading the snapshot and the log) and Ready. NoSnapshot, the PIP-373 path, is left to the
+``pip-373`` model.
+"""
+from __future__ import annotations
+
+import attrs
+
+from pulsar_verify.models.v4txn.state import State
+
+IDLE, READING, DONE = "idle", "reading", "done"
+
+
+@attrs.frozen
+class Reader:
+    """A ``Reader`` (an exclusive, non-durable subscription) running the loop of the reports:
+    ``while reader.hasMessageAvailable(): reader.readNext()``.
+
+    ``pos``: the last message the application read (-1: none); ``queue``: positions delivered into the
+    client's receiver queue, not yet read; ``phase``: idle (about to ask), reading (told a message is
+    available: blocked in ``readNext`` until one is queued), done (told none is: the loop ended);
+    ``beyond``: a ghost, the last answer named an entry past the readable horizon."""
+
+    phase: str = IDLE
+    pos: int = -1
+    queue: tuple = ()
+    beyond: bool = False
+
+
+@attrs.frozen
+class ImplState(State):
+    loaded: tuple = ()  # per topic: served by a broker (the TB is then Initializing or Ready)
+    max_read: tuple = ()  # per topic: the TB's stored maxReadPosition (-1 while the topic is not loaded)
+    reader: Reader = Reader()
