@@ -54,5 +54,5 @@ def test_the_readme_shows_each_finding_as_the_catalogue_has_it(finding):
 
 
 if __name__ == "__main__":
-    for models in (("pip-473",), SHARED, ("pip-468",), ("pip-477",)):
+    for models in (("pip-473",), SHARED, ("v4-impl",), ("pip-468",), ("pip-477",)):
         print(f"<!-- {', '.join(models)} -->\n{tables(models)}\n")
