@@ -32,6 +32,20 @@ def violated(model: str, variant: str, preset: str) -> dict:
     return {v.prop.id: v for v in explored(model, variant, preset).violations}
 
 
+def assert_finding_found_and_fixed(finding) -> None:
+    """The finding's property is violated by the model's baseline at the finding's bounds, at its length;
+    its explanation names the property and the fix; its trace reproduces, and neither its fix nor every
+    fix together allows it."""
+    from pulsar_verify.replay import replay
+    v = violated(finding.model, registry.model_class(finding.model).baseline(), finding.bounds)[finding.property]
+    assert v.length == finding.length
+    text = finding.explanation.read_text()
+    assert finding.property in text and finding.fix in text and "## What users see" in text
+    assert replay(finding.trace).reproduced
+    assert not replay(finding.trace, finding.fix).reproduced
+    assert not replay(finding.trace, "all-fixes").reproduced
+
+
 def violated_alone(model: str, variant: str, preset: str, prop: str) -> bool:
     """Whether ``prop``, checked on its own, is violated: other properties' violating states are then
     expanded too, so one property's counterexample cannot mask another's."""

@@ -8,7 +8,6 @@ from pulsar_verify.models.pip373 import Pip373
 from pulsar_verify import registry
 from pulsar_verify.findings import catalogue
 from pulsar_verify.hypo import machine_for
-from pulsar_verify.replay import replay
 from tests import helpers
 from tests.helpers import cli, explored
 
@@ -42,13 +41,7 @@ def test_every_as_written_violation_has_a_finding():
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.name)
 def test_finding_is_still_found_and_its_fix_kills_it(finding):
-    v = violated("as-written", finding.bounds)[finding.property]
-    assert v.length == finding.length
-    text = finding.explanation.read_text()
-    assert finding.property in text and finding.fix in text and "## What users see" in text
-    assert replay(finding.trace).reproduced
-    assert not replay(finding.trace, finding.fix).reproduced
-    assert not replay(finding.trace, "all-fixes").reproduced
+    helpers.assert_finding_found_and_fixed(finding)
 
 
 @pytest.mark.parametrize("preset", IN_PROCESS)

@@ -6,7 +6,6 @@ import pytest
 
 from pulsar_verify.findings import catalogue
 from pulsar_verify.models.v4impl import V4Impl
-from pulsar_verify.replay import replay
 from tests import helpers
 
 MODEL = "v4-impl"
@@ -44,13 +43,7 @@ def test_every_as_implemented_violation_has_a_finding():
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.name)
 def test_finding_is_still_found_and_its_fix_kills_it(finding):
-    v = violated("as-implemented", finding.bounds)[finding.property]
-    assert v.length == finding.length
-    text = finding.explanation.read_text()
-    assert finding.property in text and finding.fix in text and "## What users see" in text
-    assert replay(finding.trace).reproduced
-    assert not replay(finding.trace, finding.fix).reproduced
-    assert not replay(finding.trace, "all-fixes").reproduced
+    helpers.assert_finding_found_and_fixed(finding)
 
 
 @pytest.mark.parametrize("preset", IN_PROCESS)
