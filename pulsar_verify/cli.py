@@ -95,8 +95,8 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--target-expr", metavar="EXPR", help="the same for a Python expression over the state: its "
                     "fields by name, s (the state), m (the model), config")
     ex.add_argument("--via", action="append", metavar="STEP", default=[],
-                    help="with a target: the trace takes this step (an action label, or label(key=value, ...)); "
-                         "repeated, in this order")
+                    help="the trace takes this step (an action label, or label(key=value, ...)); repeated, in "
+                         "this order; without a target, the shortest trace that takes them")
     ex.add_argument("--json", action="store_true", help="print the summary as JSON")
     ex.add_argument("--quiet", action="store_true", help="no progress display")
 
@@ -223,8 +223,6 @@ def cmd_explore(args) -> int:
 
 def cmd_target(args, inner) -> int:
     from .target import Aim, TargetSearch, search, verdict_line, write_reach
-    if args.target and args.target_expr:
-        raise UsageError("give --target or --target-expr, not both")
     model = TargetSearch(inner, Aim(args.target or "", args.target_expr or "", tuple(args.via)))
     out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds / "target").absolute()
     progress = None if (args.quiet or args.json) else stderr_progress

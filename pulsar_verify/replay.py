@@ -104,6 +104,7 @@ def replay(path: str | Path, variant: str | None = None) -> Outcome:
     doc = load(path)
     model = model_for(doc, path, variant)
     other = variant is not None and variant != doc["#meta"]["variant"]
+    wanted = None  # a target search's trace: the target it reached, instead of a property
     if doc["#meta"]["violation"].get("kind") == "target":
         from .target import Aim, TargetSearch
         try:
@@ -155,7 +156,7 @@ def replay(path: str | Path, variant: str | None = None) -> Outcome:
 
     steps = len(actions)
     loop_text = ""
-    if doc["#meta"]["violation"].get("kind") == "target":
+    if wanted is not None:
         if wanted.reached_by(actions, states[-1]):
             return Outcome(True, f"target reached after {steps} steps: {wanted.statement}", steps, tuple(states),
                            tuple(actions))
