@@ -14,7 +14,9 @@ digest of the change, so a name stays valid while the code around it moves. Left
   or turned into the other connective, it dereferences the null or the missing key it has just
   found, a crash (an NPE in the broker) on first use, which shows the slip without any property and
   is not the kind of slip the harness measures;
-- declarations (``SKIP_FUNCTIONS``): a message schema changed is a compile error, not a slip.
+- declarations (``SKIP_FUNCTIONS``): a message schema changed is a compile error, not a slip;
+- a target's predicate (``@PROPERTIES.target``): a question a bug report asks, which no run of the
+  plan checks.
 
 Each mutant is run in a fresh interpreter that imports the mutated module in place of the
 original, at the plan's runs (bound set, variant, safety or liveness), cheapest first. It is
@@ -78,6 +80,12 @@ def _mutant_only(test: ast.AST) -> bool:
     """A condition that names a ``mutant:`` variant."""
     return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("mutant:")
                for n in ast.walk(test))
+
+
+def _is_target(decorator: ast.AST) -> bool:
+    """``@PROPERTIES.target(...)``: a target's declaration."""
+    return isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) \
+        and decorator.func.attr == "target"
 
 
 def _mutant_branch(node: ast.AST) -> str | None:
@@ -261,7 +269,7 @@ def _points(tree: ast.Module) -> Iterator[_Point]:
                     continue
                 inner = where
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    if node.name in SKIP_FUNCTIONS:
+                    if node.name in SKIP_FUNCTIONS or any(_is_target(d) for d in node.decorator_list):
                         continue
                     inner = node.name
                 elif isinstance(node, ast.ClassDef):

@@ -52,6 +52,9 @@ def f(s, d, k, v):
     f = [h for h in d if h is not None]
 def _declare_schema():
     g(1)
+@PROPERTIES.target("t", "a state a report describes", "a report")
+def t(m, s):
+    return g(s) > 2
 """
     import ast
     points = [(p.op, mutation._text(p.node)) for p in mutation._points(ast.parse(code))]
@@ -61,6 +64,7 @@ def _declare_schema():
     texts = {t for _, t in points}
     assert not texts & {"s.p is None or s.p.phase == 1", "k in d", "k in d and d[k] > 0"}
     assert [t for op, t in points if op == "drop-call"] == ["h(s)", "h(d)"]  # not g(...): mutant only, or declared
+    assert not texts & {"g(s) > 2", "g(s)"}  # a target's predicate: no run of the plan checks it
     assert [t for op, t in points if op == "drop-filter"] == [mutation._text(ast.parse(code).body[0].body[-1].value
                                                                              .generators[0])]  # f's filter, not e's
 

@@ -73,7 +73,7 @@ def test_the_wheel_lists_explores_and_refuses_bad_input_from_any_directory(insta
     listed = run(installed, elsewhere, "list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert {m["model"] for m in json.loads(listed.stdout)} == {"pip-473", "v4-txn", "pip-373", "pip-468", "pip-477",
-                                                               "toy-lock"}
+                                                               "v4-impl", "toy-lock"}
     explored = run(installed, elsewhere, "explore", "pip-473", "--bounds", "default", "--quiet", "--out", "o")
     assert explored.returncode == 1 and "VIOLATED read-committed" in explored.stdout
     assert (elsewhere / "o" / "read-committed.itf.json").exists()
