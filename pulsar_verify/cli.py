@@ -17,13 +17,13 @@ import time
 import traceback
 from pathlib import Path
 
-from . import __version__, registry
+from . import __version__, registry, target
 from .engines import run_exploration, start_spark, write_results
 from .explorer import stderr_progress
 from .results import Result
 from .findings import EXPECTATIONS
 from .model import UsageError
-from .outdir import replacing, write_text
+from .outdir import replacing
 from .show import render_trace
 
 DEFAULT_OUT = Path("out")
@@ -198,57 +198,35 @@ def cmd_list(args) -> int:
 def cmd_explore(args) -> int:
     model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds,
                            reduction=not args.no_reduction)
-    if args.target or args.target_expr or args.via:
-        return cmd_target(args, model)
-    out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds).absolute()
+    aimed = bool(args.target or args.target_expr or args.via)
+    if aimed:  # a target search (pulsar_verify/target.py): the same run, with the target as its question
+        model = target.TargetSearch(model, target.Aim(args.target or "", args.target_expr or "", tuple(args.via)))
+    out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds
+               / ("target" if aimed else "")).absolute()
     progress = None if (args.quiet or args.json) else stderr_progress
     conf = _settings(args.conf, "--conf")
     with replacing(out, keep=("spark",)) as staging:
         spark = start_spark(args.master, conf, args.start_timeout) if args.engine == "spark" else None
         if not args.json:
-            print(f"exploring {model.name} [{model.config!r}] engine={args.engine}", file=sys.stderr)
-        result = run_exploration(model, args.engine, max_depth=args.max_depth, max_states=args.max_states,
-                                 stop_at_first=args.stop_at_first, liveness=not args.no_liveness,
-                                 master=args.master, progress=progress, out=out, fresh=args.fresh,
-                                 conf=conf, partitions=args.partitions, spark=spark, workers=args.workers)
+            print(f"{'searching' if aimed else 'exploring'} {model.name} [{model.config!r}] engine={args.engine}"
+                  + (f" for {model.statement}" if aimed else ""), file=sys.stderr)
+        run = dict(max_depth=args.max_depth, max_states=args.max_states, master=args.master, progress=progress,
+                   out=out, fresh=args.fresh, conf=conf, partitions=args.partitions, spark=spark)
+        result = target.search(model, args.engine, **run) if aimed else run_exploration(
+            model, args.engine, stop_at_first=args.stop_at_first, liveness=not args.no_liveness,
+            workers=args.workers, **run)
         if progress:
             sys.stderr.write("\n")
-        write_results(model, result, staging, out)
-    if args.json:
-        print(json.dumps(result.summary(), indent=2))
-    else:
-        print(human_summary(model, result))
-    return 1 if result.violations else 0
-
-
-def cmd_target(args, inner) -> int:
-    from .target import Aim, TargetSearch, search, verdict_line, write_reach
-    model = TargetSearch(inner, Aim(args.target or "", args.target_expr or "", tuple(args.via)))
-    out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds / "target").absolute()
-    progress = None if (args.quiet or args.json) else stderr_progress
-    conf = _settings(args.conf, "--conf")
-    with replacing(out, keep=("spark",)) as staging:
-        spark = start_spark(args.master, conf, args.start_timeout) if args.engine == "spark" else None
-        if not args.json:
-            print(f"searching {model.name} [{model.config!r}] engine={args.engine} for {model.statement}",
-                  file=sys.stderr)
-        r = search(model, args.engine, max_depth=args.max_depth, max_states=args.max_states, master=args.master,
-                   progress=progress, out=out, fresh=args.fresh, conf=conf, partitions=args.partitions, spark=spark)
-        if progress:
-            sys.stderr.write("\n")
-        files = write_reach(model, r, staging, out)
-        summary = {**r.result.summary(), "target": {**model.aim.as_dict(), "statement": model.statement,
-                                                    "reached": r.reached, "length": r.length if r.reached else None,
-                                                    "steps": r.steps, "files": [str(f) for f in files]}}
-        write_text(staging / "summary.json", json.dumps(summary, indent=2) + "\n")
+        if aimed:
+            summary = target.write_reach(model, result, staging, out)
+        else:
+            write_results(model, result, staging, out)
+            summary = result.summary()
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(verdict_line(model, r))
-        if r.reached:
-            print(render_trace(list(r.states), list(r.actions)))
-            print(f"  trace: {files[0]}\n  explanation: {files[1]}\n  replay: pulsar-verify replay {files[0]}")
-    return 1 if r.reached else 0
+        print(target.report(model, result, summary) if aimed else human_summary(model, result))
+    return 1 if (result.reached if aimed else result.violations) else 0
 
 
 def human_summary(model, r: Result) -> str:

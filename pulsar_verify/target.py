@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -147,15 +148,18 @@ class TargetSearch(Model):
         """Whether a trace with these actions, ending in the model's state ``last``, reaches the target."""
         taken = 0
         for action in actions:
-            taken += taken < len(self.steps) and matches(self.steps[taken], action)
-        return taken == len(self.steps) and self.holds(self.inner, last)
+            taken = self._taken(taken, action)
+        return not self._not_reached(self, Along(last, taken))
+
+    def _taken(self, k: int, action: Action) -> int:
+        """How many ``via`` steps a path has taken after ``action``, when it had taken ``k``."""
+        return k + 1 if k < len(self.steps) and matches(self.steps[k], action) else k
 
     def _not_reached(self, m, a: Along) -> bool:
         return a.taken < len(self.steps) or not self.holds(self.inner, a.state)
 
     def _along(self, a: Along, action: Action, t) -> Along:
-        k = a.taken
-        return Along(t, k + 1 if k < len(self.steps) and matches(self.steps[k], action) else k)
+        return Along(t, self._taken(a.taken, action))
 
     def init_states(self):
         return [Along(s) for s in self.inner.init_states()]
@@ -204,7 +208,11 @@ class Reach:
 def search(model: TargetSearch, engine: str = "local", **kw) -> Reach:
     """The shortest trace to ``model``'s target on ``engine`` (``run_exploration``'s keywords)."""
     from .engines import run_exploration
-    result = run_exploration(model, engine, stop_at_first=True, liveness=False, **kw)
+    return reach_of(run_exploration(model, engine, stop_at_first=True, liveness=False, **kw))
+
+
+def reach_of(result) -> Reach:
+    """A target search's exploration result, as its answer."""
     hit = next((v for v in result.violations if v.prop.id == REACHED_ID), None)
     states = tuple(a.state for a in hit.states) if hit else ()
     return Reach(hit is not None, states, tuple(hit.actions) if hit else (), result.distinct_states,
@@ -219,10 +227,18 @@ def reach(model: str, *, target: str = "", expr: str = "", via=(), variant: str 
     return search(TargetSearch(inner, Aim(target, expr, tuple(via))), engine, **kw)
 
 
-def write_reach(model: TargetSearch, r: Reach, into: Path, final: Path) -> list[Path]:
-    """The trace (``target.itf.json``, replayable) and its explanation (``target.md``), when reached."""
-    if not r.reached:
-        return []
+def write_reach(model: TargetSearch, r: Reach, into: Path, final: Path) -> dict:
+    """The trace (``target.itf.json``, replayable) and its explanation (``target.md``), when reached, then
+    ``summary.json``, written ``into`` a staging directory that will become ``final``; returns the summary."""
+    files = _write_trace(model, r, into, final) if r.reached else []
+    summary = {**r.result.summary(), "target": {**model.aim.as_dict(), "statement": model.statement,
+                                                "reached": r.reached, "length": r.length if r.reached else None,
+                                                "steps": r.steps, "files": [str(f) for f in files]}}
+    write_text(Path(into) / "summary.json", json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _write_trace(model: TargetSearch, r: Reach, into: Path, final: Path) -> list[Path]:
     violation = {"property": REACHED_ID, "kind": "target", "statement": model.statement,
                  "section": model.props[0].section, "length": r.length}
     doc = trace_document(model.inner, list(r.states), list(r.actions), violation)
@@ -260,3 +276,13 @@ def verdict_line(model: TargetSearch, r: Reach) -> str:
                 f"({r.distinct_states:,} states, the whole space)")
     return (f"NOT REACHED in the {r.distinct_states:,} states searched; the search stopped at its depth or "
             f"state bound, so it is not shown unreachable")
+
+
+def report(model: TargetSearch, r: Reach, summary: dict) -> str:
+    """What ``explore --target`` prints: the verdict, and a reached target's trace and files."""
+    lines = [verdict_line(model, r)]
+    if r.reached:
+        trace, text = summary["target"]["files"]
+        lines += [render_trace(list(r.states), list(r.actions)),
+                  f"  trace: {trace}\n  explanation: {text}\n  replay: pulsar-verify replay {trace}"]
+    return "\n".join(lines)
