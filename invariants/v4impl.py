@@ -26,8 +26,8 @@ RESTATED = {"end-txn-completes": "Every end-txn the client asks for, or the time
 
 for p in v4txn.PROPERTIES.items:
     if p.id not in SINCE_V4:
-        p = attrs.evolve(p, statement=RESTATED.get(p.id, p.statement))
-        PROPERTIES.items.append(attrs.evolve(p, fair=SYSTEM) if p.kind == "liveness" else p)
+        PROPERTIES.items.append(attrs.evolve(p, statement=RESTATED.get(p.id, p.statement),
+                                             fair=SYSTEM if p.kind == "liveness" else p.fair))
 
 
 @PROPERTIES.action_property("last-id-within-horizon",

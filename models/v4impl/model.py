@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import attrs
 
-from pulsar_verify.model import Param, Variant
+from pulsar_verify.model import Param, Variant, act
 from pulsar_verify.models.v4txn import V4Txn, buffer, coordinator, pending_ack
 from pulsar_verify.models.v4txn.model import MUTANTS as V4_MUTANTS
 
@@ -90,9 +90,9 @@ class V4Impl(V4Txn):
         return ["topic_load", "tb_recover"]
 
     def loads(self, s, topic):
-        if self.config.variant == "mutant:no-recover-after-crash" and s.crashes:
-            return
-        yield from (recovery.actions_load(s, topic))
+        """v4's load in two steps: the topic is loaded first (``topic_load``), then its buffer recovers."""
+        for a in super().loads(s, topic):
+            yield a if s.loaded[topic] else act("topic_load", topic=topic)
 
     def read_limit(self, s, topic) -> int:
         """The dispatcher reads up to the stored maxReadPosition."""

@@ -35,11 +35,6 @@ def actions(m, s: ImplState):
             yield act("send_nontxn", topic=topic)  # during recovery (Ready topics: the v4 dispatcher module)
 
 
-def actions_load(s: ImplState, topic: int):
-    """How an unloaded topic comes back: loaded first, its buffer recovered by a step of its own."""
-    yield act("tb_recover" if s.loaded[topic] else "topic_load", topic=topic)
-
-
 def topic_load(m, s: ImplState, a):
     """A broker loads the topic: the TB is created (Initializing), ``maxReadPosition`` = LAC."""
     topic = a.param("topic")
