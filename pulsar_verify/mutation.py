@@ -118,20 +118,20 @@ def _null_guards(tree: ast.AST) -> set[int]:
     dereferences, and of that ``and``/``or``; and of each comprehension filter that is such a check
     of what the comprehension's result (or a later filter) dereferences: changed or dropped, the
     dereference meets the null (or the missing key) it was guarded from."""
+    def guards(check: ast.AST, later: list) -> bool:
+        uses = _guarded(check)
+        return bool(uses) and any(uses(n) for x in later for n in ast.walk(x))
+
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.BoolOp):
             for i, v in enumerate(node.values):
-                uses = _guarded(v)
-                if uses and any(uses(n) for later in node.values[i + 1:] for n in ast.walk(later)):
+                if guards(v, node.values[i + 1:]):
                     out.update((id(v), id(node)))
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             result = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
             for g in node.generators:
-                for i, f in enumerate(g.ifs):
-                    uses = _guarded(f)
-                    if uses and any(uses(n) for later in result + g.ifs[i + 1:] for n in ast.walk(later)):
-                        out.add(id(f))
+                out.update(id(f) for i, f in enumerate(g.ifs) if guards(f, result + g.ifs[i + 1:]))
     return out
 
 
