@@ -9,7 +9,7 @@ from pulsar_verify.model import PropertySet
 from pulsar_verify.models.v4impl import V4Impl
 from pulsar_verify.models.v4impl.reader import aborted_in_log
 from pulsar_verify.models.v4impl.state import READING
-from pulsar_verify.models.v4txn.state import DATA, OPEN
+from pulsar_verify.models.v4txn.state import ABORT_MARKER, DATA, OPEN
 
 from . import v4txn
 
@@ -17,7 +17,7 @@ PROPERTIES = PropertySet()
 
 # Weak fairness: the TC (its timeout included), the brokers (load, recovery, dispatch) and the reader's
 # loop; not what producers and transactional clients do, nor crashes, snapshots or seals.
-SYSTEM = tuple(sorted(set(V4Impl.action_labels) - v4txn.ENVIRONMENT))
+SYSTEM = tuple(sorted(set(V4Impl.action_labels) - v4txn.ENVIRONMENT - {"redeliver", "ack_refused"}))
 READER = "Pulsar client Reader: 'hasMessageAvailable ... readNext'; apache/pulsar #11877, PR #22610"
 SINCE_V4 = {"sealed-accepts-no-write"}  # about sealed segments, which persistent:// topics are not
 
@@ -66,6 +66,27 @@ PROPERTIES.leads_to("plain-message-delivered",
                     "Background: the TB 'gates the dispatcher's read horizon (maxReadPosition)'; an open "
                     "transaction holds it only until it ends",
                     trigger=_plain_unread, goal=lambda m, s: not _plain_unread(m, s), fair=SYSTEM)
+
+
+def standing_ack(s, txn, topic, pos) -> bool:
+    """An ack of ``pos`` the broker accepted that still stands: committed, or of a transaction whose abort
+    the subscription has not processed (its abort marker is not in the pending-ack store)."""
+    return (txn, topic, pos) in s.acks_ok and (ABORT_MARKER, txn, -1) not in s.pending_logs[topic]
+
+
+@PROPERTIES.action_property("first-ack-never-conflicts",
+                            "A transactional ack of a delivered message fails with a conflict only if another "
+                            "ack of it stands: a message whose earlier acks were all aborted, and the aborts "
+                            "done, can be acknowledged again",
+                            "Pulsar documentation, transactions: a message acknowledged in an aborted "
+                            "transaction is redelivered; PendingAckHandleImpl: a conflict is an ack of a "
+                            "position 'already acked before' or 'in pending ack status'")
+def first_ack_never_conflicts(m, s, a, t):
+    if a.name != "ack_conflict":
+        return True
+    topic, pos = a.param("topic"), a.param("pos")
+    return (topic, pos) in s.cursors or any(standing_ack(s, x, tp, p) for x, tp, p in s.acks_ok
+                                            if (tp, p) == (topic, pos))
 
 
 @PROPERTIES.target("reader-stuck-on-aborted-tail",

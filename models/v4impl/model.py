@@ -7,7 +7,11 @@ buffer, dispatcher and pending-ack code (``models/v4txn``) and adds, each in a m
   a stored ``maxReadPosition`` moved by events, publishes arriving during recovery;
 - ``reader``: a reader's ``hasMessageAvailable`` / ``readNext`` loop on topic 0, its receiver queue,
   and the broker's ``getLastMessageId``;
-- ``timeout``: the coordinator's transaction timeout.
+- ``timeout``: the coordinator's transaction timeout;
+- ``consumers``: with ``consumers`` set, each topic's subscription (Exclusive with one consumer, Shared
+  with two): permits, the application's receive, redelivery and the replay set, rewind to the
+  mark-delete position, and transactional acks split at ADD_SUBSCRIPTION_TO_TXN, with the broker's
+  conflict check (it replaces the v4 pending-ack module; without consumers there are no acks).
 
 The baseline variant is the implementation before apache/pulsar PR #21466 and PR #22610; each
 PR is a fix variant. Topics are ``persistent://`` topics, never sealed (sealing is ``v4-txn``'s).
@@ -17,16 +21,19 @@ from __future__ import annotations
 import attrs
 
 from pulsar_verify.model import Param, Variant, act
-from pulsar_verify.models.v4txn import V4Txn, buffer, coordinator, pending_ack
+from pulsar_verify.values import FrozenMap
+from pulsar_verify.models.v4txn import V4Txn, buffer, coordinator
 from pulsar_verify.models.v4txn.model import MUTANTS as V4_MUTANTS
 
-from . import reader, recovery, timeout
-from .state import ImplState, Reader
+from . import consumers, reader, recovery, timeout
+from .state import Consumer, ImplState, Reader
 
 FIXES = {
     "pr-21466": "getLastMessageId answers maxReadPosition, after the buffer's recovery (apache/pulsar PR #21466)",
     "pr-22610": "getLastMessageId answers the last entry the dispatcher would deliver, at or before "
                 "maxReadPosition (apache/pulsar PR #22610, on #21466)",
+    consumers.FIX_ENDED: "the pending-ack handle refuses a transaction's ack once it has ended that "
+                         "transaction (minimal fix, this model's finding ack-after-timeout-leaks-pending-ack)",
 }
 MUTANTS = {
     **{k: V4_MUTANTS[k] for k in ("mutant:deliver-aborted", "mutant:commit-marks-aborted",
@@ -52,36 +59,85 @@ class V4Impl(V4Txn):
     title = "v4 transactions as implemented: TB recovery states, stored maxReadPosition, a reader, TC timeouts"
     source = "apache/pulsar (TopicTransactionBuffer, ServerCnx, ConsumerImpl); shared/seeds/000_*.txt (Background)"
     variants = _variants()
-    modules = (coordinator, buffer, pending_ack, recovery, reader, timeout)
+    modules = (coordinator, buffer, recovery, consumers, reader, timeout)
     params = {
         "txns": Param(1, "transactions", 1, 2),
         "topics": Param(1, "topics (the reader reads topic 0)", 1, 2),
         "writes": Param(1, "transactional sends per txn", 0, 2),
-        "acks": Param(0, "transactional acks per txn", 0, 1),
+        "acks": Param(0, "transactional acks per txn (needs consumers)", 0, 1),
         "nontxn": Param(1, "non-transactional sends in all", 0, 2),
         "crashes": Param(0, "broker crashes (topic unloads) in all", 0, 2),
         "seals": Param(0, "not used: persistent:// topics are not sealed", 0, 0),
         "snapshots": Param(0, "TB snapshots taken in all", 0, 1),
+        "consumers": Param(0, "consumers of each topic's subscription: 0 (the reader reads topic 0), "
+                              "1 (Exclusive), 2 (Shared)", 0, 2),
+        "permits": Param(1, "a consumer's receiver queue size", 1, 2),
+        "redeliveries": Param(0, "client redelivery requests (ack timeout, negative ack) in all", 0, 1),
     }
     presets = {
         "default": {},
         "recovery": {"crashes": 1},
         "two-txns": {"txns": 2, "nontxn": 0},
-        "acks": {"acks": 1},
+        "acks": {"acks": 1, "consumers": 1},
+        "shared": {"acks": 1, "consumers": 2, "redeliveries": 1},
+        "ack-timeout": {"txns": 2, "acks": 1, "consumers": 1, "writes": 0, "crashes": 1},
     }
     interchangeable = {}  # the reader reads one topic and timeouts name a txn: no symmetry is claimed
-    hypothesis_bounds = {"txns": 2, "writes": 2, "nontxn": 2, "crashes": 2, "snapshots": 1, "acks": 1}
+    hypothesis_bounds = {"txns": 2, "writes": 2, "nontxn": 2, "crashes": 2, "snapshots": 1, "acks": 1, "consumers": 2,
+                         "permits": 2, "redeliveries": 1}
     sequence = {**V4Txn.sequence, "topic_load": "Topic{topic}->>Topic{topic}", "get_last_id": "Reader->>Topic0",
-                "has_message_queued": "Reader->>Reader", "read_next": "Reader->>Reader", "txn_timeout": "TC->>TC"}
+                "has_message_queued": "Reader->>Reader", "read_next": "Reader->>Reader", "txn_timeout": "TC->>TC",
+                "txn_ack": "Consumer{consumer}->>TC", "ack_refused": "TC->>Consumer{consumer}",
+                "end_refused": "TC->>Client", "add_partition_refused": "TC->>Client",
+                "ack_pending": "Consumer{consumer}->>Topic{topic}", "ack_conflict": "Topic{topic}->>Consumer{consumer}",
+                "ack_rejected": "Topic{topic}->>Consumer{consumer}", "deliver": "Topic{topic}->>Consumer",
+                "deliver_replay": "Topic{topic}->>Consumer{consumer}", "receive": "Consumer{consumer}->>Consumer{consumer}",
+                "redeliver": "Consumer{consumer}->>Topic{topic}"}
 
     def action_names(self):
-        names = set(super().action_names()) - {"seal", "append_rejected", "marker_rejected"}
-        names |= {"topic_load", "get_last_id", "has_message_queued", "read_next"}
-        if self.config.variant != "mutant:no-timeout":
-            names.add("txn_timeout")
-        if not self.config.crashes and not self.config.nontxn:
-            names.discard("has_message_queued")
-        return sorted(names)
+        cfg = self.config
+        names = set(super().action_names()) - {"seal", "append_rejected", "marker_rejected"} - set(self.OPTIONAL)
+        if not cfg.writes:
+            names -= {"add_partition", "append", "end_on_partition", "partition_reply", "skip_aborted", "skip_marker"}
+        timeouts = cfg.variant != "mutant:no-timeout"
+        acks = cfg.consumers and cfg.acks
+        fires = {
+            "topic_load": True, "txn_timeout": timeouts, "end_refused": timeouts,
+            "add_partition_refused": timeouts and cfg.writes,
+            "get_last_id": not cfg.consumers, "read_next": not cfg.consumers,
+            "has_message_queued": not cfg.consumers and (cfg.crashes or cfg.nontxn),
+            "receive": cfg.consumers, "redeliver": cfg.consumers and cfg.redeliveries,
+            "deliver_replay": cfg.consumers > 1 and (cfg.acks or cfg.redeliveries),
+            "txn_ack": acks, "ack_pending": acks, "end_on_subscription": acks, "ack_refused": acks and timeouts,
+            "ack_conflict": acks and cfg.txns > 1 and cfg.crashes and not self.fixes & {consumers.FIX_ENDED},
+            "ack_rejected": acks and consumers.FIX_ENDED in self.fixes,
+        }
+        return sorted(names | {n for n, on in fires.items() if on})
+
+    OPTIONAL = ("topic_load", "txn_timeout", "end_refused", "add_partition_refused", "get_last_id", "read_next",
+                "has_message_queued", "receive", "redeliver", "deliver_replay", "txn_ack", "ack_pending",
+                "end_on_subscription", "ack_refused", "ack_conflict", "ack_rejected")
+
+    def actions(self, state):
+        """Every module's actions; a client request for a transaction the TC no longer has open (it timed
+        out) is the TC's refusal instead."""
+        return (timeout.refusals(state, a) for a in super().actions(state))
+
+    def in_flight(self, s, t) -> bool:
+        return super().in_flight(s, t) or any(k[0] == t for k in s.acking)
+
+    def dispatch(self, s, topic):
+        if s.consumers:
+            return consumers.dispatch(self, s, topic)
+        return super().dispatch(s, topic)
+
+    def deliveries(self, s, topic, pos):
+        if s.consumers:
+            return consumers.deliveries(self, s, topic, pos)
+        return super().deliveries(s, topic, pos)
+
+    def is_terminal(self, state):
+        return super().is_terminal(state) and not state.acking
 
     def canonicalize(self, s):
         return s
@@ -99,7 +155,10 @@ class V4Impl(V4Txn):
         return s.max_read[topic]
 
     def init_states(self):
-        n = self.config.topics
+        cfg = self.config
+        n = cfg.topics
+        subs = ((Consumer(),) * cfg.consumers,) * n if cfg.consumers else ()
         return [ImplState(**{f.name: getattr(s, f.name) for f in attrs.fields(type(s))},
-                          loaded=(False,) * n, max_read=(-1,) * n, reader=Reader())
+                          loaded=(False,) * n, max_read=(-1,) * n, reader=Reader(), consumers=subs,
+                          replay=(frozenset(),) * n, pending=(FrozenMap(),) * n)
                 for s in super().init_states()]

@@ -26,6 +26,7 @@ from pulsar_verify.models.v4txn import buffer
 from pulsar_verify.models.v4txn.state import ABORT_MARKER, DATA
 from pulsar_verify.values import put, replace
 
+from . import consumers
 from .recovery import lac
 from .state import DONE, IDLE, READING, ImplState
 
@@ -57,6 +58,8 @@ def last_id(m, s: ImplState) -> int:
 
 def actions(m, s: ImplState):
     r = s.reader
+    if s.consumers:
+        return
     if r.phase == IDLE:
         if r.queue:
             yield act("has_message_queued")
@@ -86,7 +89,10 @@ def read_next(m, s: ImplState, a):
 
 
 def deliver(m, s: ImplState, a):
-    """The v4 dispatcher's delivery; on topic 0 the entry lands in the reader's receiver queue."""
+    """The v4 dispatcher's delivery; on topic 0 the entry lands in the reader's receiver queue (with
+    consumers: in the consumer's)."""
+    if s.consumers:
+        return consumers.deliver(m, s, a)
     t = buffer.deliver(m, s, a)
     if a.param("topic"):
         return t

@@ -16,6 +16,7 @@ from pulsar_verify.model import act
 from pulsar_verify.models.v4txn import buffer
 from pulsar_verify.values import put, replace
 
+from . import consumers
 from .state import ImplState
 
 
@@ -42,8 +43,11 @@ def topic_load(m, s: ImplState, a):
 
 
 def tb_recover(m, s: ImplState, a):
-    """The recovery ends: the buffer rebuilt from its snapshot and the log (v4), Ready."""
-    return _moved(buffer.recover(m, s, a), a.param("topic"))
+    """The recovery ends: the buffer rebuilt from its snapshot and the log (v4), Ready; with consumers,
+    the subscription's pending-ack handle recovers from its store too (merged, argued in GRANULARITY.md)."""
+    topic = a.param("topic")
+    t = _moved(buffer.recover(m, s, a), topic)
+    return replace(t, pending=put(t.pending, topic, consumers.replayed(t, topic))) if s.consumers else t
 
 
 def send_nontxn(m, s: ImplState, a):
@@ -62,6 +66,9 @@ def crash(m, s: ImplState, a):
     reconnects from the message after the last one it read, its receiver queue cleared."""
     topic = a.param("topic")
     t = buffer.crash(m, s, a)
+    if s.consumers:
+        t = consumers.crashed(s, t, topic)
+        return replace(t, loaded=put(t.loaded, topic, False), max_read=put(t.max_read, topic, -1))
     r = s.reader
     subs = t.subs if topic else put(t.subs, 0, replace(t.subs[0], read=r.pos + 1))
     return replace(t, loaded=put(t.loaded, topic, False), max_read=put(t.max_read, topic, -1), subs=subs,

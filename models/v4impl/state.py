@@ -1,5 +1,6 @@
 """What ``v4-impl`` adds to the v4 state: each topic's load status and stored ``maxReadPosition``,
-and a reader on topic 0 with its receiver queue.
+a reader on topic 0 with its receiver queue, and each subscription's consumers, replay set and
+in-memory pending acks.
 
 The topic's transaction buffer is in one of the implementation's states (``TopicTransactionBuffer``):
 None (``loaded`` false: the topic is not served), Initializing (``loaded``, the buffer not ready: its
@@ -32,7 +33,23 @@ class Reader:
 
 
 @attrs.frozen
+class Consumer:
+    """A consumer of the subscription: ``queue``, its receiver queue (delivered, not yet received by the
+    application; its length is the permits it has used); ``unacked``, received by the application and
+    not yet acknowledged."""
+
+    queue: tuple = ()
+    unacked: frozenset = frozenset()
+
+
+@attrs.frozen
 class ImplState(State):
     loaded: tuple = ()  # per topic: served by a broker (the TB is then Initializing or Ready)
     max_read: tuple = ()  # per topic: the TB's stored maxReadPosition (-1 while the topic is not loaded)
     reader: Reader = Reader()
+    consumers: tuple = ()  # per topic: its subscription's consumers (none: the reader reads topic 0)
+    replay: tuple = ()  # per topic: positions the dispatcher redelivers before reading on (shared only)
+    pending: tuple = ()  # per topic: the pending-ack handle's memory, position -> txn (individualAckPositions)
+    acking: frozenset = frozenset()  # (txn, topic, pos, consumer): a txn ack the TC accepted, on its way
+    redeliveries: int = 0
+    acks_ok: frozenset = frozenset()  # ghost: (txn, topic, pos) of every txn ack the broker accepted

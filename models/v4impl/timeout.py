@@ -1,6 +1,7 @@
 """The coordinator's transaction timeout (apache/pulsar ``TransactionMetadataStore`` timeout tracker):
-an open transaction whose timeout expires is aborted by the TC as if its client had asked, and the
-client learns the outcome when the TC answers. A timer, so weakly fair.
+an open transaction whose timeout expires is aborted by the TC (ABORTING, then v4's fan-out). A timer,
+so weakly fair. The client is not told: it learns when the TC refuses its next request for the
+transaction (``add_partition_refused``, ``ack_refused``, ``end_refused``: the transaction is not open).
 
 Enabled once the client's sends have landed: a send still in flight when the TC aborts is v4's
 late-write race, which the v4 model leaves out (``models/v4txn/coordinator.py``).
@@ -10,6 +11,7 @@ from __future__ import annotations
 from pulsar_verify.model import act
 from pulsar_verify.models.v4txn import coordinator
 from pulsar_verify.models.v4txn.state import ABORTED, OPEN
+from pulsar_verify.values import put, replace
 
 from .state import ImplState
 
@@ -22,8 +24,30 @@ def actions(m, s: ImplState):
             yield act("txn_timeout", txn=t)
 
 
+def refusals(s: ImplState, a):
+    """The TC's answer to a client request for a transaction it no longer has open."""
+    if a.name in REFUSED and s.clients[a.param("txn") - 1].phase == "open" and s.tc[a.param("txn")] != OPEN:
+        return act(REFUSED[a.name], txn=a.param("txn"))
+    return a
+
+
 def txn_timeout(m, s: ImplState, a):
-    return coordinator.end_txn(m, s, act("end_txn", txn=a.param("txn"), want=ABORTED))
+    t = a.param("txn")
+    aborted = coordinator.end_txn(m, s, act("end_txn", txn=t, want=ABORTED))
+    return replace(aborted, clients=s.clients)
 
 
-APPLY = {"txn_timeout": txn_timeout}
+def add_partition_refused(m, s: ImplState, a):
+    """ADD_PARTITION_TO_TXN refused: the send fails; the client can only abort."""
+    t = a.param("txn")
+    return replace(s, clients=put(s.clients, t - 1, replace(s.clients[t - 1], failed=True)))
+
+
+def end_refused(m, s: ImplState, a):
+    """The client's end-txn refused: the transaction is not open; the client is told it aborted."""
+    t = a.param("txn")
+    return replace(s, clients=put(s.clients, t - 1, replace(s.clients[t - 1], phase="done", outcome=ABORTED)))
+
+
+REFUSED = {"add_partition": "add_partition_refused", "end_txn": "end_refused"}
+APPLY = {"txn_timeout": txn_timeout, "add_partition_refused": add_partition_refused, "end_refused": end_refused}

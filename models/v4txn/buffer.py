@@ -74,15 +74,20 @@ def actions(m, s: State):
             yield act("seal", topic=topic)
         if s.crashes < cfg.crashes:
             yield act("crash", topic=topic)
-        read = s.subs[topic].read
-        if read <= m.read_limit(s, topic):
-            kind, t = s.logs[topic][read]
-            if kind != DATA:
-                yield act("skip_marker", topic=topic, pos=read)
-            elif t in b.aborted and m.config.variant != "mutant:deliver-aborted":
-                yield act("skip_aborted", topic=topic, pos=read)
-            else:
-                yield act("deliver", topic=topic, pos=read)
+        yield from m.dispatch(s, topic)
+
+
+def dispatch(m, s: State, topic: int, read: int):
+    """The dispatcher's next read, at ``read``: a marker or an aborted entry is skipped, anything
+    else delivered (``m.deliveries``: to whom)."""
+    if read <= m.read_limit(s, topic):
+        kind, t = s.logs[topic][read]
+        if kind != DATA:
+            yield act("skip_marker", topic=topic, pos=read)
+        elif t in s.buffers[topic].aborted and m.config.variant != "mutant:deliver-aborted":
+            yield act("skip_aborted", topic=topic, pos=read)
+        else:
+            yield from m.deliveries(s, topic, read)
 
 
 def append(m, s: State, a):

@@ -26,7 +26,7 @@ def actions(m, s: State):
         c = s.clients[t - 1]
         if c.phase == "idle":
             yield act("new_txn", txn=t)
-        elif c.phase == "open" and not any(p[0] == t for p in s.publishes):
+        elif c.phase == "open" and not m.in_flight(s, t):
             if c.sends < cfg.writes:
                 for topic in range(cfg.topics):
                     yield act("add_partition", txn=t, topic=topic)

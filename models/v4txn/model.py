@@ -104,6 +104,17 @@ class V4Txn(ComposedModel):
         """The dispatcher's horizon: maxReadPosition, derived from the TB's ongoing set."""
         return buffer.max_read_position(s, topic)
 
+    def in_flight(self, s, t) -> bool:
+        """The client's ops of txn ``t`` still on their way (it ends the txn only once they are done)."""
+        return any(p[0] == t for p in s.publishes)
+
+    def dispatch(self, s, topic):
+        """The dispatcher's steps on a Ready topic: one subscription reading from its read position."""
+        return buffer.dispatch(self, s, topic, s.subs[topic].read)
+
+    def deliveries(self, s, topic, pos):
+        yield act("deliver", topic=topic, pos=pos)
+
     def on_txn_append(self, s, topic, b: Buffer) -> Buffer:
         return b
 
