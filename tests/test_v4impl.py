@@ -24,6 +24,7 @@ BROKEN = {
     "told-available-reads": ("pr-21466", "default"),
     "open-txn-ends": ("mutant:no-timeout", "default"),
     "plain-message-delivered": ("mutant:no-timeout", "default"),
+    "first-ack-never-conflicts": ("as-implemented", "ack-timeout"),
 }
 
 
@@ -38,7 +39,8 @@ def test_the_baseline_is_the_implementation_before_the_fixes():
 
 def test_every_as_implemented_violation_has_a_finding():
     found = set().union(*(violated("as-implemented", p) for p in IN_PROCESS))
-    assert found == {f.property for f in FINDINGS} == {"last-id-within-horizon", "told-available-reads"}
+    assert found == {f.property for f in FINDINGS} == {"last-id-within-horizon", "told-available-reads",
+                                                        "first-ack-never-conflicts"}
 
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.name)
@@ -67,3 +69,29 @@ def test_recovery_publishes_and_answers_happen_while_the_buffer_recovers():
     during = reach(MODEL, bounds="recovery", expr="loaded[0] and not buffers[0].ready and nontxn == 1 "
                                                    "and len(logs[0]) == 1")
     assert during.reached and during.labels[-1] == "send_nontxn"
+
+
+def test_the_consumer_layer_has_what_the_implementation_has():
+    """Exclusive and Shared subscriptions: permits, receive, redelivery (a rewind on Exclusive, the replay set
+    on Shared), and a transactional ack that conflicts with a standing ack."""
+    from pulsar_verify.target import reach
+    for preset, labels in (("acks", ("receive", "txn_ack", "ack_pending", "end_on_subscription", "ack_refused")),
+                           ("shared", ("redeliver", "deliver_replay", "ack_refused"))):
+        coverage = helpers.explored(MODEL, "as-implemented", preset).coverage
+        for label in labels:
+            assert coverage[label] > 0, (preset, label)
+    both = reach(MODEL, bounds="shared", expr="all(c.queue for c in consumers[0])")
+    assert both.reached and both.labels.count("deliver") == 2  # one permit each: two consumers hold one each
+    one = reach(MODEL, bounds="acks", expr="len(consumers[0][0].queue) > 1")
+    assert not one.reached and one.complete  # one permit: never two messages queued
+    rewind = reach(MODEL, bounds="ack-timeout", via=["crash"], expr="subs[0].read == 0 and len(logs[0]) == 1")
+    assert rewind.reached  # the restart rewinds to the mark-delete position, before the unacknowledged message
+
+
+def test_a_standing_ack_conflicts_and_is_not_a_finding():
+    """Txn 2's ack of a message txn 1 holds (not aborted) conflicts: the property allows it, and the
+    all-fixes variant reaches it."""
+    from pulsar_verify.target import reach
+    hit = reach(MODEL, variant="all-fixes", bounds="ack-timeout", via=["ack_conflict"],
+                expr="clients[1].failed or clients[0].failed")
+    assert hit.reached and "ack_conflict" in hit.labels
