@@ -49,5 +49,13 @@ def end_refused(m, s: ImplState, a):
     return replace(s, clients=put(s.clients, t - 1, replace(s.clients[t - 1], phase="done", outcome=ABORTED)))
 
 
+def tc_end(m, s: ImplState, a):
+    """v4's final TC step; it answers the client only if the client asked (a timed-out client did not)."""
+    t = coordinator.tc_end(m, s, a)
+    asked = s.clients[a.param("txn") - 1].phase == "ending"
+    return t if asked else replace(t, clients=s.clients)
+
+
 REFUSED = {"add_partition": "add_partition_refused", "end_txn": "end_refused"}
-APPLY = {"txn_timeout": txn_timeout, "add_partition_refused": add_partition_refused, "end_refused": end_refused}
+APPLY = {"txn_timeout": txn_timeout, "add_partition_refused": add_partition_refused, "end_refused": end_refused,
+         "tc_end": tc_end}
