@@ -87,12 +87,12 @@ class V4Impl(V4Txn):
                          "permits": 2, "redeliveries": 1}
     sequence = {**V4Txn.sequence, "topic_load": "Topic{topic}->>Topic{topic}", "get_last_id": "Reader->>Topic0",
                 "has_message_queued": "Reader->>Reader", "read_next": "Reader->>Reader", "txn_timeout": "TC->>TC",
-                "txn_ack": "Consumer{consumer}->>TC", "ack_refused": "TC->>Consumer{consumer}",
+                "txn_ack": "Consumer->>TC", "ack_refused": "TC->>Consumer",
                 "end_refused": "TC->>Client", "add_partition_refused": "TC->>Client",
-                "ack_pending": "Consumer{consumer}->>Topic{topic}", "ack_conflict": "Topic{topic}->>Consumer{consumer}",
-                "ack_rejected": "Topic{topic}->>Consumer{consumer}", "deliver": "Topic{topic}->>Consumer",
-                "deliver_replay": "Topic{topic}->>Consumer{consumer}", "receive": "Consumer{consumer}->>Consumer{consumer}",
-                "redeliver": "Consumer{consumer}->>Topic{topic}"}
+                "ack_pending": "Consumer->>Topic{topic}", "ack_conflict": "Topic{topic}->>Consumer",
+                "ack_rejected": "Topic{topic}->>Consumer", "deliver": "Topic{topic}->>Consumer",
+                "deliver_replay": "Topic{topic}->>Consumer", "receive": "Consumer->>Consumer",
+                "redeliver": "Consumer->>Topic{topic}"}
 
     def action_names(self):
         cfg = self.config
