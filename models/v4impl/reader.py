@@ -24,7 +24,7 @@ from __future__ import annotations
 from pulsar_verify.model import act
 from pulsar_verify.models.v4txn import buffer
 from pulsar_verify.models.v4txn.state import ABORT_MARKER, DATA
-from pulsar_verify.values import put, replace
+from pulsar_verify.values import replace
 
 from . import consumers
 from .recovery import lac
