@@ -28,7 +28,7 @@ from pulsar_verify.models.v4txn import buffer
 from pulsar_verify.models.v4txn.state import ABORT_MARKER, COMMIT_MARKER, COMMITTED, DATA, OPEN, SUBSCRIPTION
 from pulsar_verify.values import FrozenMap, put, replace
 
-from .state import Consumer, ImplState
+from .state import Consumer, ImplState, with_client
 
 FIX_ENDED = "ack-after-end-rejected"
 
@@ -147,30 +147,27 @@ def redeliver(m, s: ImplState, a):
     return rewound(t, topic)
 
 
-def _client(s: ImplState, t: int, **changes) -> tuple:
-    return put(s.clients, t - 1, replace(s.clients[t - 1], **changes))
-
-
 def txn_ack(m, s: ImplState, a):
     """ADD_SUBSCRIPTION_TO_TXN (the TC logs the subscription), then the ack leaves for the broker."""
     t, topic, pos, c = (a.param(k) for k in ("txn", "topic", "pos", "consumer"))
     x = s.consumers[topic][c]
     s = with_consumer(s, topic, c, replace(x, unacked=x.unacked - {pos}))
+    s = with_client(s, t, acks=s.clients[t - 1].acks + 1)
     return replace(s, subs_of=s.subs_of.set(t, s.subs_of.get(t, frozenset()) | {topic}),
-                   acking=s.acking | {(t, topic, pos, c)}, clients=_client(s, t, acks=s.clients[t - 1].acks + 1))
+                   acking=s.acking | {(t, topic, pos, c)})
 
 
 def ack_refused(m, s: ImplState, a):
     """The TC refuses ADD_SUBSCRIPTION_TO_TXN: the transaction is no longer open (it timed out)."""
     t = a.param("txn")
-    return replace(s, clients=_client(s, t, acks=s.clients[t - 1].acks + 1, failed=True))
+    return with_client(s, t, acks=s.clients[t - 1].acks + 1, failed=True)
 
 
 def _landed(s: ImplState, a, record: bool, **client) -> ImplState:
     t, topic, pos, c = (a.param(k) for k in ("txn", "topic", "pos", "consumer"))
     logs = put(s.pending_logs, topic, s.pending_logs[topic] + (("ack", t, pos),)) if record else s.pending_logs
-    return replace(s, acking=s.acking - {(t, topic, pos, c)}, pending_logs=logs,
-                   clients=_client(s, t, **client) if client else s.clients)
+    s = replace(s, acking=s.acking - {(t, topic, pos, c)}, pending_logs=logs)
+    return with_client(s, t, **client) if client else s
 
 
 def ack_pending(m, s: ImplState, a):

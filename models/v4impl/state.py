@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import attrs
 
+from pulsar_verify.values import put, replace
+
 from pulsar_verify.models.v4txn.state import State
 
 IDLE, READING, DONE = "idle", "reading", "done"
@@ -53,3 +55,8 @@ class ImplState(State):
     acking: frozenset = frozenset()  # (txn, topic, pos, consumer): a txn ack the TC accepted, on its way
     redeliveries: int = 0
     acks_ok: frozenset = frozenset()  # ghost: (txn, topic, pos) of every txn ack the broker accepted
+
+
+def with_client(s: ImplState, t: int, **changes) -> ImplState:
+    """``s`` with txn ``t``'s client changed."""
+    return replace(s, clients=put(s.clients, t - 1, replace(s.clients[t - 1], **changes)))

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pulsar_verify.model import act
 from pulsar_verify.models.v4txn import coordinator
 from pulsar_verify.models.v4txn.state import ABORTED, OPEN
-from pulsar_verify.values import put, replace
+from pulsar_verify.values import replace
 
-from .state import ImplState
+from .state import ImplState, with_client
 
 
 def actions(m, s: ImplState):
@@ -40,13 +40,13 @@ def txn_timeout(m, s: ImplState, a):
 def add_partition_refused(m, s: ImplState, a):
     """ADD_PARTITION_TO_TXN refused: the send fails; the client can only abort."""
     t = a.param("txn")
-    return replace(s, clients=put(s.clients, t - 1, replace(s.clients[t - 1], failed=True)))
+    return with_client(s, t, failed=True)
 
 
 def end_refused(m, s: ImplState, a):
     """The client's end-txn refused: the transaction is not open; the client is told it aborted."""
     t = a.param("txn")
-    return replace(s, clients=put(s.clients, t - 1, replace(s.clients[t - 1], phase="done", outcome=ABORTED)))
+    return with_client(s, t, phase="done", outcome=ABORTED)
 
 
 def tc_end(m, s: ImplState, a):
