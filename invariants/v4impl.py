@@ -7,9 +7,10 @@ import attrs
 
 from pulsar_verify.model import PropertySet
 from pulsar_verify.models.v4impl import V4Impl
+from pulsar_verify.models.v4impl.coordinator_restart import INVALID, NOT_FOUND
 from pulsar_verify.models.v4impl.reader import aborted_in_log
 from pulsar_verify.models.v4impl.state import READING
-from pulsar_verify.models.v4txn.state import ABORT_MARKER, DATA, OPEN
+from pulsar_verify.models.v4txn.state import ABORT_MARKER, ABORTED, COMMITTED, DATA, OPEN
 
 from . import v4txn
 
@@ -17,7 +18,9 @@ PROPERTIES = PropertySet()
 
 # Weak fairness: the TC (its timeout included), the brokers (load, recovery, dispatch) and the reader's
 # loop; not what producers and transactional clients do, nor crashes, snapshots or seals.
-SYSTEM = tuple(sorted(set(V4Impl.action_labels) - v4txn.ENVIRONMENT - {"redeliver", "ack_refused"}))
+SYSTEM = tuple(sorted(set(V4Impl.action_labels) - v4txn.ENVIRONMENT
+                     - {"redeliver", "ack_refused", "tc_crash", "end_deferred", "end_timeout",
+                        "add_partition_unavailable", "ack_unavailable"}))
 READER = "Pulsar client Reader: 'hasMessageAvailable ... readNext'; apache/pulsar #11877, PR #22610"
 SINCE_V4 = {"sealed-accepts-no-write"}  # about sealed segments, which persistent:// topics are not
 
@@ -87,6 +90,23 @@ def first_ack_never_conflicts(m, s, a, t):
     topic, pos = a.param("topic"), a.param("pos")
     return (topic, pos) in s.cursors or any(standing_ack(s, x, tp, p) for x, tp, p in s.acks_ok
                                             if (tp, p) == (topic, pos))
+
+
+FAILED = {ABORTED, NOT_FOUND, INVALID}  # what the application takes for "not committed" (Timeout says nothing)
+
+
+@PROPERTIES.invariant("client-told-the-outcome",
+                      "An application told its transaction committed has it committed; one whose commit or abort "
+                      "failed (aborted, TransactionNotFound, InvalidTxnStatus) does not have it committed (it would "
+                      "send its messages again)",
+                      "Pulsar client API: Transaction.commit() completes exceptionally when the transaction did not "
+                      "commit; apache/pulsar #19629 'Throw exception though transaction committed successfully'")
+def client_told_the_outcome(m, s) -> bool:
+    for t, c in enumerate(s.clients, 1):
+        committed = s.decided.get(t) == COMMITTED
+        if c.outcome == COMMITTED and not committed or c.outcome in FAILED and committed:
+            return False
+    return True
 
 
 @PROPERTIES.target("reader-stuck-on-aborted-tail",

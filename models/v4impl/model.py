@@ -8,13 +8,16 @@ buffer, dispatcher and pending-ack code (``models/v4txn``) and adds, each in a m
 - ``reader``: a reader's ``hasMessageAvailable`` / ``readNext`` loop on topic 0, its receiver queue,
   and the broker's ``getLastMessageId``;
 - ``timeout``: the coordinator's transaction timeout;
+- ``coordinator_restart``: with ``tc_crashes`` set, the TC's crash and reload, and the client's end-txn
+  request held, lost, resent (``TransactionCoordinatorNotFound``, ``TransactionNotFound``,
+  ``InvalidTxnStatus``) or failed by its operation timeout;
 - ``consumers``: with ``consumers`` set, each topic's subscription (Exclusive with one consumer, Shared
   with two): permits, the application's receive, redelivery and the replay set, rewind to the
   mark-delete position, and transactional acks split at ADD_SUBSCRIPTION_TO_TXN, with the broker's
   conflict check (it replaces the v4 pending-ack module; without consumers there are no acks).
 
-The baseline variant is the implementation before apache/pulsar PR #21466 and PR #22610; each
-PR is a fix variant. Topics are ``persistent://`` topics, never sealed (sealing is ``v4-txn``'s).
+The baseline variant is the implementation before apache/pulsar PRs #19201, #21466 and #22610 (the three
+touch disjoint code); each PR is a fix variant. Topics are ``persistent://`` topics, never sealed (sealing is ``v4-txn``'s).
 """
 from __future__ import annotations
 
@@ -25,13 +28,17 @@ from pulsar_verify.values import FrozenMap
 from pulsar_verify.models.v4txn import V4Txn, buffer, coordinator
 from pulsar_verify.models.v4txn.model import MUTANTS as V4_MUTANTS
 
-from . import consumers, reader, recovery, timeout
+from . import consumers, coordinator_restart, reader, recovery, timeout
 from .state import Consumer, ImplState, Reader
 
 FIXES = {
     "pr-21466": "getLastMessageId answers maxReadPosition, after the buffer's recovery (apache/pulsar PR #21466)",
     "pr-22610": "getLastMessageId answers the last entry the dispatcher would deliver, at or before "
                 "maxReadPosition (apache/pulsar PR #22610, on #21466)",
+    coordinator_restart.FIX_RECOVERY: "the reloaded TC drives its committing and aborting transactions again and arms "
+                                      "its timeouts once it serves requests (apache/pulsar PR #19201, #18923, #19200)",
+    coordinator_restart.FIX_IDEMPOTENT: "the TC keeps an ended transaction's outcome and answers a resent end-txn "
+                                        "asking for it with success (PIP-255, apache/pulsar #19629, PR #19662)",
     consumers.FIX_ENDED: "the pending-ack handle refuses a transaction's ack once it has ended that "
                          "transaction (minimal fix, this model's finding ack-after-timeout-leaks-pending-ack)",
 }
@@ -56,10 +63,11 @@ def _variants() -> tuple:
 class V4Impl(V4Txn):
     name = "v4-impl"
     properties_from = "pulsar_verify.invariants.v4impl"
-    title = "v4 transactions as implemented: TB recovery states, stored maxReadPosition, a reader, TC timeouts"
+    title = ("v4 transactions as implemented: TB recovery states, stored maxReadPosition, a reader, consumers, TC "
+             "timeouts, crash and reload")
     source = "apache/pulsar (TopicTransactionBuffer, ServerCnx, ConsumerImpl); shared/seeds/000_*.txt (Background)"
     variants = _variants()
-    modules = (coordinator, buffer, recovery, consumers, reader, timeout)
+    modules = (coordinator, buffer, recovery, consumers, reader, timeout, coordinator_restart)
     params = {
         "txns": Param(1, "transactions", 1, 2),
         "topics": Param(1, "topics (the reader reads topic 0)", 1, 2),
@@ -73,6 +81,7 @@ class V4Impl(V4Txn):
                               "1 (Exclusive), 2 (Shared)", 0, 2),
         "permits": Param(1, "a consumer's receiver queue size", 1, 2),
         "redeliveries": Param(0, "client redelivery requests (ack timeout, negative ack) in all", 0, 1),
+        "tc_crashes": Param(0, "transaction coordinator crashes (another broker reloads it from its log)", 0, 1),
     }
     presets = {
         "default": {},
@@ -81,10 +90,11 @@ class V4Impl(V4Txn):
         "acks": {"acks": 1, "consumers": 1},
         "shared": {"acks": 1, "consumers": 2, "redeliveries": 1},
         "ack-timeout": {"txns": 2, "acks": 1, "consumers": 1, "writes": 0, "crashes": 1},
+        "tc-restart": {"tc_crashes": 1},
     }
     interchangeable = {}  # the reader reads one topic and timeouts name a txn: no symmetry is claimed
     hypothesis_bounds = {"txns": 2, "writes": 2, "nontxn": 2, "crashes": 2, "snapshots": 1, "acks": 1, "consumers": 2,
-                         "permits": 2, "redeliveries": 1}
+                         "permits": 2, "redeliveries": 1, "tc_crashes": 1}
     sequence = {**V4Txn.sequence, "topic_load": "Topic{topic}->>Topic{topic}", "get_last_id": "Reader->>Topic0",
                 "has_message_queued": "Reader->>Reader", "read_next": "Reader->>Reader", "txn_timeout": "TC->>TC",
                 "txn_ack": "Consumer->>TC", "ack_refused": "TC->>Consumer",
@@ -92,7 +102,10 @@ class V4Impl(V4Txn):
                 "ack_pending": "Consumer->>Topic{topic}", "ack_conflict": "Topic{topic}->>Consumer",
                 "ack_rejected": "Topic{topic}->>Consumer", "deliver": "Topic{topic}->>Consumer",
                 "deliver_replay": "Topic{topic}->>Consumer", "receive": "Consumer->>Consumer",
-                "redeliver": "Consumer->>Topic{topic}"}
+                "redeliver": "Consumer->>Topic{topic}", "tc_crash": "TC->>TC", "tc_reload": "TC->>TC",
+                "end_deferred": "Client->>TC", "end_resend": "Client->>TC", "end_not_found": "TC->>Client",
+                "end_invalid_status": "TC->>Client", "end_reply": "TC->>Client", "end_timeout": "Client->>Client",
+                "add_partition_unavailable": "Client->>Client", "ack_unavailable": "Consumer->>Consumer"}
 
     def action_names(self):
         cfg = self.config
@@ -111,17 +124,28 @@ class V4Impl(V4Txn):
             "txn_ack": acks, "ack_pending": acks, "end_on_subscription": acks, "ack_refused": acks and timeouts,
             "ack_conflict": acks and cfg.txns > 1 and cfg.crashes and not self.fixes & {consumers.FIX_ENDED},
             "ack_rejected": acks and consumers.FIX_ENDED in self.fixes,
+            **{n: cfg.tc_crashes for n in ("tc_crash", "tc_reload", "end_deferred", "end_resend", "end_reply",
+                                           "end_timeout")},
+            "end_not_found": cfg.tc_crashes and coordinator_restart.FIX_IDEMPOTENT not in self.fixes,
+            "end_invalid_status": cfg.tc_crashes and timeouts,
+            "add_partition_unavailable": cfg.tc_crashes and cfg.writes, "ack_unavailable": cfg.tc_crashes and acks,
         }
         return sorted(names | {n for n, on in fires.items() if on})
 
     OPTIONAL = ("topic_load", "txn_timeout", "end_refused", "add_partition_refused", "get_last_id", "read_next",
                 "has_message_queued", "receive", "redeliver", "deliver_replay", "txn_ack", "ack_pending",
-                "end_on_subscription", "ack_refused", "ack_conflict", "ack_rejected")
+                "end_on_subscription", "ack_refused", "ack_conflict", "ack_rejected", "tc_crash", "tc_reload",
+                "end_deferred", "end_resend", "end_reply", "end_timeout", "end_not_found", "end_invalid_status",
+                "add_partition_unavailable", "ack_unavailable")
 
     def actions(self, state):
-        """Every module's actions; a client request for a transaction the TC no longer has open (it timed
-        out) is the TC's refusal instead."""
-        return (timeout.refusals(state, a) for a in super().actions(state))
+        """Every module's actions; while the TC is down a client request is held by the client, and the TC
+        does nothing; a client request for a transaction the TC no longer has open (it timed out) is the TC's
+        refusal instead."""
+        for a in super().actions(state):
+            a = coordinator_restart.route(self, state, a)
+            if a is not None:
+                yield timeout.refusals(state, a)
 
     def in_flight(self, s, t) -> bool:
         return super().in_flight(s, t) or any(k[0] == t for k in s.acking)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from pulsar_verify.values import put, replace
+from pulsar_verify.values import FrozenMap, put, replace
 
 from pulsar_verify.models.v4txn.state import State
 
@@ -54,6 +54,11 @@ class ImplState(State):
     pending: tuple = ()  # per topic: the pending-ack handle's memory, position -> txn (individualAckPositions)
     acking: frozenset = frozenset()  # (txn, topic, pos, consumer): a txn ack the TC accepted, on its way
     redeliveries: int = 0
+    tc_up: bool = True  # the TC's store is registered and serves requests
+    tc_crashes: int = 0
+    ends: FrozenMap = FrozenMap()  # txn -> (held | retrying | reply, asked for, answer): the client's END_TXN
+    orphaned: frozenset = frozenset()  # committing / aborting txns no TC drives any more (before PR #19201)
+    untimed: frozenset = frozenset()  # open txns whose timeout the reloaded TC lost (before PR #19201)
     acks_ok: frozenset = frozenset()  # ghost: (txn, topic, pos) of every txn ack the broker accepted
 
 

@@ -1,7 +1,8 @@
 """The coordinator's transaction timeout (apache/pulsar ``TransactionMetadataStore`` timeout tracker):
 an open transaction whose timeout expires is aborted by the TC (ABORTING, then v4's fan-out). A timer,
 so weakly fair. The client is not told: it learns when the TC refuses its next request for the
-transaction (``add_partition_refused``, ``ack_refused``, ``end_refused``: the transaction is not open).
+transaction (``add_partition_refused``, ``ack_refused``, ``end_refused``: the transaction is not open);
+the TC's final step answers only a client that asked (``coordinator_restart.tc_end``).
 
 Enabled once the client's sends have landed: a send still in flight when the TC aborts is v4's
 late-write race, which the v4 model leaves out (``models/v4txn/coordinator.py``).
@@ -49,13 +50,5 @@ def end_refused(m, s: ImplState, a):
     return with_client(s, t, phase="done", outcome=ABORTED)
 
 
-def tc_end(m, s: ImplState, a):
-    """v4's final TC step; it answers the client only if the client asked (a timed-out client did not)."""
-    t = coordinator.tc_end(m, s, a)
-    asked = s.clients[a.param("txn") - 1].phase == "ending"
-    return t if asked else replace(t, clients=s.clients)
-
-
 REFUSED = {"add_partition": "add_partition_refused", "end_txn": "end_refused"}
-APPLY = {"txn_timeout": txn_timeout, "add_partition_refused": add_partition_refused, "end_refused": end_refused,
-         "tc_end": tc_end}
+APPLY = {"txn_timeout": txn_timeout, "add_partition_refused": add_partition_refused, "end_refused": end_refused}
