@@ -128,3 +128,20 @@ def reader_stuck_on_aborted_tail(m, s) -> bool:
                    "apache/pulsar PR #21466 'Fix getting last message ID when there are ongoing transactions'")
 def reader_told_available_beyond_horizon(m, s) -> bool:
     return s.reader.phase == READING and not s.reader.queue and s.reader.beyond
+
+
+@PROPERTIES.target("commit-reported-failed",
+                   "an application's commit completed with TransactionNotFound or InvalidTxnStatus, and the "
+                   "transaction is committed",
+                   "apache/pulsar #19629 'Throw exception though transaction committed successfully'")
+def commit_reported_failed(m, s) -> bool:
+    return any(c.outcome in (NOT_FOUND, INVALID) and s.decided.get(t) == COMMITTED
+               for t, c in enumerate(s.clients, 1))
+
+
+@PROPERTIES.target("txn-stranded-after-tc-reload",
+                   "the reloaded coordinator serves, and a transaction it holds can be ended only by its client: "
+                   "its timeout was lost, or nothing drives its commit or abort",
+                   "apache/pulsar #19200 'Timeout transaction do not end', #18923; PR #19201")
+def txn_stranded_after_tc_reload(m, s) -> bool:
+    return s.tc_up and bool(s.untimed | s.orphaned)

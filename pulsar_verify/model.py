@@ -385,9 +385,12 @@ class Model:
         return state
 
     def property(self, pid: str) -> Property:
+        """The property ``pid``: a declared one, or ``deadlock`` if the model checks it."""
         for p in self.props:
             if p.id == pid:
                 return p
+        if pid == DEADLOCK.id and self.checks_deadlock:
+            return DEADLOCK
         raise KeyError(pid)
 
 

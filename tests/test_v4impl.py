@@ -25,6 +25,7 @@ BROKEN = {
     "open-txn-ends": ("mutant:no-timeout", "default"),
     "plain-message-delivered": ("mutant:no-timeout", "default"),
     "first-ack-never-conflicts": ("as-implemented", "ack-timeout"),
+    "client-told-the-outcome": ("pr-19201", "tc-restart"),
 }
 
 
@@ -40,7 +41,9 @@ def test_the_baseline_is_the_implementation_before_the_fixes():
 def test_every_as_implemented_violation_has_a_finding():
     found = set().union(*(violated("as-implemented", p) for p in IN_PROCESS))
     assert found == {f.property for f in FINDINGS} == {"last-id-within-horizon", "told-available-reads",
-                                                        "first-ack-never-conflicts"}
+                                                        "first-ack-never-conflicts", "open-txn-ends",
+                                                        "plain-message-delivered", "deadlock",
+                                                        "client-told-the-outcome"}
 
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.name)
@@ -95,3 +98,17 @@ def test_a_standing_ack_conflicts_and_is_not_a_finding():
     hit = reach(MODEL, variant="all-fixes", bounds="ack-timeout", via=["ack_conflict"],
                 expr="clients[1].failed or clients[0].failed")
     assert hit.reached and "ack_conflict" in hit.labels
+
+
+def test_the_coordinator_restart_has_what_the_implementation_has():
+    """The TC's crash and reload, and every fate of the client's END_TXN across them: deferred while the TC is
+    down, resent (with retry), failed by the operation timeout (without retry), and each of the TC's answers."""
+    from pulsar_verify.target import reach
+    coverage = helpers.explored(MODEL, "as-implemented", "tc-restart").coverage
+    for label in ("tc_crash", "tc_reload", "end_deferred", "end_resend", "end_not_found", "end_invalid_status",
+                  "end_reply", "end_timeout", "add_partition_unavailable"):
+        assert coverage[label] > 0, label
+    retried = reach(MODEL, variant="all-fixes", bounds="tc-restart",
+                    via=("end_txn(want='COMMITTED')", "tc_crash", "tc_reload", "end_resend", "end_reply"),
+                    expr="clients[0].outcome == 'COMMITTED'")
+    assert retried.reached and "tc_end" in retried.labels

@@ -33,7 +33,8 @@ def actions(m, s: State):
             if not c.failed:
                 yield act("end_txn", txn=t, want=COMMITTED)
             yield act("end_txn", txn=t, want=ABORTED)
-        elif c.phase == "ending" and m.config.variant == "mutant:end-any-state" and s.tc[t] == ENDING[s.decided[t]]:
+        elif (c.phase == "ending" and m.config.variant == "mutant:end-any-state" and t in s.decided
+              and s.tc[t] == ENDING[s.decided[t]]):
             yield act("end_txn", txn=t, want=ABORTED if s.decided[t] == COMMITTED else COMMITTED)
     for (t, kind, topic), status in s.rpcs:
         if status == "failed":
