@@ -31,7 +31,7 @@ from itertools import combinations
 
 from pulsar_verify.model import act
 from pulsar_verify.models.v4txn import coordinator
-from pulsar_verify.models.v4txn.state import ABORTED, COMMITTED, ENDING, OPEN, PARTITION
+from pulsar_verify.models.v4txn.state import ABORTED, COMMITTED, ENDING, OPEN
 from pulsar_verify.values import replace
 
 from . import consumers, timeout
@@ -42,7 +42,7 @@ FIX_IDEMPOTENT = "idempotent-end"
 HELD, RETRYING, REPLY = "held", "retrying", "reply"
 NOT_FOUND, INVALID, TIMEOUT = "TransactionNotFound", "InvalidTxnStatus", "Timeout"
 FINAL = {ENDING[COMMITTED]: COMMITTED, ENDING[ABORTED]: ABORTED}
-# What the client asks while the TC is down, and the step that fails it at its operation timeout
+# A client request while the TC is down: END_TXN stays pending (retried); the others fail at the operation timeout
 UNAVAILABLE = {"end_txn": "end_deferred", "add_partition": "add_partition_unavailable", "txn_ack": "ack_unavailable",
                "ack_refused": "ack_unavailable"}
 # The TC's own steps: none runs while it is down, nor for a transaction no one drives any more
