@@ -41,7 +41,6 @@ FIX_RECOVERY = "pr-19201"
 FIX_IDEMPOTENT = "idempotent-end"
 HELD, RETRYING, REPLY = "held", "retrying", "reply"
 NOT_FOUND, INVALID, TIMEOUT = "TransactionNotFound", "InvalidTxnStatus", "Timeout"
-FINAL = {ENDING[COMMITTED]: COMMITTED, ENDING[ABORTED]: ABORTED}
 # A client request while the TC is down: END_TXN stays pending (retried); the others fail at the operation timeout
 UNAVAILABLE = {"end_txn": "end_deferred", "add_partition": "add_partition_unavailable", "txn_ack": "ack_unavailable",
                "ack_refused": "ack_unavailable"}
@@ -70,8 +69,8 @@ def route(m, s: ImplState, a):
         if a.name in UNAVAILABLE:
             return act(UNAVAILABLE[a.name], **dict(a.params))
         return None if a.name in TC_STEPS else a
-    if a.name in TC_STEPS and a.params and (a.param("txn") in s.orphaned or
-                                            a.name == "txn_timeout" and a.param("txn") in s.untimed):
+    if a.name in TC_STEPS and (a.param("txn") in s.orphaned or
+                               a.name == "txn_timeout" and a.param("txn") in s.untimed):
         return None
     return a
 
@@ -190,7 +189,7 @@ def tc_reload(m, s: ImplState, a):
     """Another broker loads the TC: its log replayed, the store registered (merged: until then every request
     is answered ``TransactionCoordinatorNotFound``, as while it is down). With ``pr-19201`` each committing or
     aborting transaction is driven again; before it, none is, and the ``expired`` timeouts are lost."""
-    ending = [t for t, st in s.tc if st in FINAL]
+    ending = [t for t, st in s.tc if st in ENDING.values()]
     s = replace(s, tc_up=True)
     if FIX_RECOVERY in m.fixes:
         for t in ending:
