@@ -43,7 +43,7 @@ def test_every_as_implemented_violation_has_a_finding():
     assert found == {f.property for f in FINDINGS} == {"last-id-within-horizon", "told-available-reads",
                                                         "first-ack-never-conflicts", "open-txn-ends",
                                                         "plain-message-delivered", "deadlock",
-                                                        "client-told-the-outcome"}
+                                                        "client-told-the-outcome", "committed-entries-delivered"}
 
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.name)
@@ -112,3 +112,34 @@ def test_the_coordinator_restart_has_what_the_implementation_has():
                     via=("end_txn(want='COMMITTED')", "tc_crash", "tc_reload", "end_resend", "end_reply"),
                     expr="clients[0].outcome == 'COMMITTED'")
     assert retried.reached and "tc_end" in retried.labels
+
+
+def test_the_first_snapshot_and_low_water_mark_have_what_the_implementation_has():
+    """A recovery without a snapshot reads no log (NoSnapshot); the first transactional send waits for the
+    first snapshot; an abort there appends no marker; a later transaction's end aborts, through its low water
+    mark, a transaction left ongoing below it; and a send at or below the mark is refused."""
+    from pulsar_verify.target import reach
+    coverage = helpers.explored(MODEL, "as-implemented", "two-txns").coverage
+    for label in ("first_snapshot_start", "first_snapshot_written", "abort_without_marker", "lwm_abort",
+                  "append_not_allowed"):
+        assert coverage[label] > 0, label
+    unread = reach(MODEL, bounds="recovery", via=("append", "crash", "tb_recover"),
+                   expr="tb_phase[0] == '' and buffers[0].ready and buffers[0].ongoing")
+    assert unread.reached and unread.labels.count("first_snapshot_written") == 1  # the snapshot makes it replay
+    rescued = reach(MODEL, bounds="two-txns", via=("abort_without_marker", "append", "lwm_abort"),
+                    expr="not buffers[0].ongoing and tc.get(2) == 'COMMITTED'")
+    assert rescued.reached
+
+
+def test_the_abort_fix_alone_leaves_a_plain_message_behind_the_first_snapshot():
+    """With ``abort-marker-always`` alone, a plain message published during FirstSnapshotting stays behind
+    ``maxReadPosition`` once the queued send is dropped as aborted; ``first-snapshot-catches-up`` (in
+    all-fixes) moves it."""
+    assert "plain-message-delivered" in violated("abort-marker-always", "default")
+    from pulsar_verify.target import reach
+    stuck = reach(MODEL, variant="abort-marker-always", bounds="default",
+                  via=("first_snapshot_start", "send_nontxn", "first_snapshot_written", "append"),
+                  expr="tb_phase[0] == '' and max_read[0] < len(logs[0]) - 1 and not buffers[0].ongoing "
+                       "and not publishes")
+    assert stuck.reached and "abort_without_marker" not in stuck.labels
+    assert "plain-message-delivered" not in violated("all-fixes", "default")

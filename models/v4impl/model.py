@@ -5,9 +5,13 @@ buffer, dispatcher and pending-ack code (``models/v4txn``) and adds, each in a m
 
 - ``recovery``: topic load and transaction-buffer recovery as two steps (Initializing, then Ready),
   a stored ``maxReadPosition`` moved by events, publishes arriving during recovery;
+- ``first_snapshot``: a buffer recovered without a snapshot (NoSnapshot), the first snapshot its first
+  transactional send starts (FirstSnapshotting), and the abort that appends no marker there;
 - ``reader``: a reader's ``hasMessageAvailable`` / ``readNext`` loop on topic 0, its receiver queue,
   and the broker's ``getLastMessageId``;
-- ``timeout``: the coordinator's transaction timeout;
+- ``low_water``: the low water mark each END_TXN_ON_PARTITION carries, and the buffer's abort of an earlier
+  transaction left ongoing below it;
+- ``timeout``: the coordinator's transaction timeout, which does not wait for sends in flight;
 - ``coordinator_restart``: with ``tc_crashes`` set, the TC's crash and reload, and the client's end-txn
   request held, lost, resent (``TransactionCoordinatorNotFound``, ``TransactionNotFound``,
   ``InvalidTxnStatus``) or failed by its operation timeout;
@@ -28,7 +32,7 @@ from pulsar_verify.values import FrozenMap
 from pulsar_verify.models.v4txn import V4Txn, buffer, coordinator
 from pulsar_verify.models.v4txn.model import MUTANTS as V4_MUTANTS
 
-from . import consumers, coordinator_restart, reader, recovery, timeout
+from . import consumers, coordinator_restart, first_snapshot, low_water, reader, recovery, timeout
 from .state import Consumer, ImplState, Reader
 
 FIXES = {
@@ -39,6 +43,12 @@ FIXES = {
                                       "its timeouts once it serves requests (apache/pulsar PR #19201, #18923, #19200)",
     coordinator_restart.FIX_IDEMPOTENT: "the TC keeps an ended transaction's outcome and answers a resent end-txn "
                                         "asking for it with success (PIP-255, apache/pulsar #19629, PR #19662)",
+    first_snapshot.FIX: "the transaction buffer appends the abort marker and records the abort in every recovered "
+                        "state, as it does the commit marker (minimal fix, this model's finding "
+                        "late-send-after-markerless-abort-blocks-topic)",
+    first_snapshot.FIX_CATCH_UP: "the first snapshot's completion moves maxReadPosition to the last confirmed entry, "
+                                 "as a recovery's does (minimal fix, this model's finding "
+                                 "plain-message-stuck-behind-first-snapshot)",
     consumers.FIX_ENDED: "the pending-ack handle refuses a transaction's ack once it has ended that "
                          "transaction (minimal fix, this model's finding ack-after-timeout-leaks-pending-ack)",
 }
@@ -67,7 +77,8 @@ class V4Impl(V4Txn):
              "timeouts, crash and reload")
     source = "apache/pulsar (TopicTransactionBuffer, ServerCnx, ConsumerImpl); shared/seeds/000_*.txt (Background)"
     variants = _variants()
-    modules = (coordinator, buffer, recovery, consumers, reader, timeout, coordinator_restart)
+    modules = (coordinator, buffer, recovery, first_snapshot, low_water, consumers, reader, timeout,
+               coordinator_restart)
     params = {
         "txns": Param(1, "transactions", 1, 2),
         "topics": Param(1, "topics (the reader reads topic 0)", 1, 2),
@@ -105,7 +116,10 @@ class V4Impl(V4Txn):
                 "redeliver": "Consumer->>Topic{topic}", "tc_crash": "TC->>TC", "tc_reload": "TC->>TC",
                 "end_deferred": "Client->>TC", "end_resend": "Client->>TC", "end_not_found": "TC->>Client",
                 "end_invalid_status": "TC->>Client", "end_reply": "TC->>Client", "end_timeout": "Client->>Client",
-                "add_partition_unavailable": "Client->>Client", "ack_unavailable": "Consumer->>Consumer"}
+                "add_partition_unavailable": "Client->>Client", "ack_unavailable": "Consumer->>Consumer",
+                "first_snapshot_start": "Topic{topic}->>Topic{topic}",
+                "first_snapshot_written": "Topic{topic}->>Topic{topic}", "abort_without_marker": "TC->>Topic{topic}",
+                "lwm_abort": "Topic{topic}->>Topic{topic}", "append_not_allowed": "Topic{topic}->>Client"}
 
     def action_names(self):
         cfg = self.config
@@ -129,6 +143,10 @@ class V4Impl(V4Txn):
             "end_not_found": cfg.tc_crashes and coordinator_restart.FIX_IDEMPOTENT not in self.fixes,
             "end_invalid_status": cfg.tc_crashes and timeouts,
             "add_partition_unavailable": cfg.tc_crashes and cfg.writes, "ack_unavailable": cfg.tc_crashes and acks,
+            "first_snapshot_start": cfg.writes, "first_snapshot_written": cfg.writes,
+            "abort_without_marker": cfg.writes and timeouts and first_snapshot.FIX not in self.fixes,
+            "lwm_abort": cfg.writes and cfg.txns > 1 and timeouts and first_snapshot.FIX not in self.fixes,
+            "append_not_allowed": cfg.writes and cfg.txns > 1 and timeouts,
         }
         return sorted(names | {n for n, on in fires.items() if on})
 
@@ -136,16 +154,23 @@ class V4Impl(V4Txn):
                 "has_message_queued", "receive", "redeliver", "deliver_replay", "txn_ack", "ack_pending",
                 "end_on_subscription", "ack_refused", "ack_conflict", "ack_rejected", "tc_crash", "tc_reload",
                 "end_deferred", "end_resend", "end_reply", "end_timeout", "end_not_found", "end_invalid_status",
-                "add_partition_unavailable", "ack_unavailable")
+                "add_partition_unavailable", "ack_unavailable", "first_snapshot_start", "first_snapshot_written",
+                "abort_without_marker", "lwm_abort", "append_not_allowed")
 
     def actions(self, state):
-        """Every module's actions; while the TC is down a client request is held by the client, and the TC
-        does nothing; a client request for a transaction the TC no longer has open (it timed out) is the TC's
-        refusal instead."""
+        """Every module's actions, each passed through the routes in turn: while the TC is down a client
+        request is held by the client and the TC does nothing; a buffer without a snapshot queues sends and
+        aborts without a marker; ids are issued in order and a send below the low water mark is refused; a
+        client request for a transaction the TC no longer has open (it timed out) is the TC's refusal."""
         for a in super().actions(state):
             a = coordinator_restart.route(self, state, a)
+            a = low_water.route(self, state, first_snapshot.route(self, state, a))
             if a is not None:
                 yield timeout.refusals(state, a)
+
+    def next_state(self, state, action):
+        """The step; each END_TXN_ON_PARTITION it sent carries the TC's low water mark."""
+        return low_water.stamp(state, super().next_state(state, action))
 
     def in_flight(self, s, t) -> bool:
         return super().in_flight(s, t) or any(k[0] == t for k in s.acking)
@@ -175,14 +200,15 @@ class V4Impl(V4Txn):
             yield a if s.loaded[topic] else act("topic_load", topic=topic)
 
     def read_limit(self, s, topic) -> int:
-        """The dispatcher reads up to the stored maxReadPosition."""
-        return s.max_read[topic]
+        """The dispatcher reads up to the buffer's answer to ``getMaxReadPosition``."""
+        return first_snapshot.readable(s, topic)
 
     def init_states(self):
         cfg = self.config
         n = cfg.topics
         subs = ((Consumer(),) * cfg.consumers,) * n if cfg.consumers else ()
         return [ImplState(**{f.name: getattr(s, f.name) for f in attrs.fields(type(s))},
-                          loaded=(False,) * n, max_read=(-1,) * n, reader=Reader(), consumers=subs,
-                          replay=(frozenset(),) * n, pending=(FrozenMap(),) * n)
+                          loaded=(False,) * n, tb_phase=(first_snapshot.READY,) * n, low_water=(0,) * n,
+                          max_read=(-1,) * n, reader=Reader(), consumers=subs, replay=(frozenset(),) * n,
+                          pending=(FrozenMap(),) * n)
                 for s in super().init_states()]

@@ -26,7 +26,7 @@ from pulsar_verify.models.v4txn import buffer
 from pulsar_verify.models.v4txn.state import ABORT_MARKER, DATA
 from pulsar_verify.values import replace
 
-from . import consumers
+from . import consumers, first_snapshot
 from .recovery import lac
 from .state import DONE, IDLE, READING, ImplState
 
@@ -47,12 +47,12 @@ def last_id(m, s: ImplState) -> int:
     """The broker's answer to GetLastMessageId for topic 0, per variant."""
     if "pr-22610" in m.fixes:
         b, log = s.buffers[0], s.logs[0]
-        pos = s.max_read[0]
+        pos = first_snapshot.readable(s, 0)
         while pos >= 0 and (log[pos][0] != DATA or log[pos][1] in b.aborted):
             pos -= 1
         return pos
     if "pr-21466" in m.fixes:
-        return s.max_read[0]
+        return first_snapshot.readable(s, 0)
     return lac(s, 0)
 
 

@@ -8,7 +8,8 @@ before the first ongoing transaction's entry, or the last confirmed entry if non
 (PR #14192). A non-transactional publish moves ``maxReadPosition`` to the new entry only when the
 buffer is Ready with no ongoing transaction (``syncMaxReadPositionForNormalPublish``, PR #12386);
 during recovery it is appended and the position stays. A commit or abort marker moves it past the
-ended transaction. The topic serves publishes and ``getLastMessageId`` while its buffer recovers.
+ended transaction. The topic serves publishes and ``getLastMessageId`` while its buffer recovers. A
+recovery that finds no snapshot ends in NoSnapshot without reading the log (``first_snapshot``).
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from pulsar_verify.model import act
 from pulsar_verify.models.v4txn import buffer
 from pulsar_verify.values import put, replace
 
-from . import consumers
+from . import consumers, low_water
+from .first_snapshot import FIRST_SNAPSHOTTING, NO_SNAPSHOT, READY
 from .state import ImplState
 
 
@@ -43,22 +45,44 @@ def topic_load(m, s: ImplState, a):
 
 
 def tb_recover(m, s: ImplState, a):
-    """The recovery ends: the buffer rebuilt from its snapshot and the log (v4), Ready; with consumers,
-    the subscription's pending-ack handle recovers from its store too (merged, argued in GRANULARITY.md)."""
+    """The recovery ends: the buffer rebuilt from its snapshot and the log (v4), Ready; or, with no snapshot
+    (``noNeedToRecover``), NoSnapshot with the log unread and ``maxReadPosition`` = LAC. With consumers, the
+    subscription's pending-ack handle recovers from its store too (merged, argued in GRANULARITY.md)."""
     topic = a.param("topic")
-    t = _moved(buffer.recover(m, s, a), topic)
+    if s.snapshots[topic] is None:
+        t = replace(s, buffers=put(s.buffers, topic, replace(s.buffers[topic], ready=True)),
+                    tb_phase=put(s.tb_phase, topic, NO_SNAPSHOT), max_read=put(s.max_read, topic, lac(s, topic)))
+    else:
+        t = _moved(buffer.recover(m, s, a), topic)
     return replace(t, pending=put(t.pending, topic, consumers.replayed(t, topic))) if s.consumers else t
 
 
 def send_nontxn(m, s: ImplState, a):
+    """A plain publish moves ``maxReadPosition`` to it on a Ready buffer with no ongoing txn, and in
+    NoSnapshot; not while the buffer recovers, nor in FirstSnapshotting."""
     topic = a.param("topic")
     t = buffer.send_nontxn(m, s, a)
     b = s.buffers[topic]
-    return replace(t, max_read=put(t.max_read, topic, lac(t, topic))) if b.ready and not b.ongoing else t
+    moves = b.ready and not b.ongoing and s.tb_phase[topic] != FIRST_SNAPSHOTTING
+    return replace(t, max_read=put(t.max_read, topic, lac(t, topic))) if moves else t
+
+
+def append(m, s: ImplState, a):
+    """A transactional send lands (``handleTransactionMessage``): a txn the buffer has neither seen nor
+    aborted becomes ongoing, ``maxReadPosition`` just before its first entry. An entry of a txn the buffer
+    has aborted (a send that landed after the abort: v4's late write) is appended and nothing else."""
+    t, topic = a.param("txn"), a.param("topic")
+    b = s.buffers[topic]
+    if t in b.aborted:
+        return replace(buffer.append(m, s, a), buffers=s.buffers)
+    n = buffer.append(m, s, a)
+    return n if t in b.ongoing else _moved(n, topic)
 
 
 def end_on_partition(m, s: ImplState, a):
-    return _moved(buffer.end_on_partition(m, s, a), a.param("topic"))
+    """The marker moves ``maxReadPosition`` past the ended txn, and the buffer keeps the RPC's low water mark."""
+    topic = a.param("topic")
+    return low_water.kept(_moved(buffer.end_on_partition(m, s, a), topic), a.param("txn"), topic)
 
 
 def crash(m, s: ImplState, a):
@@ -68,12 +92,16 @@ def crash(m, s: ImplState, a):
     t = buffer.crash(m, s, a)
     if s.consumers:
         t = consumers.crashed(s, t, topic)
-        return replace(t, loaded=put(t.loaded, topic, False), max_read=put(t.max_read, topic, -1))
+        return _unloaded(t, topic)
     r = s.reader
     subs = t.subs if topic else put(t.subs, 0, replace(t.subs[0], read=r.pos + 1))
-    return replace(t, loaded=put(t.loaded, topic, False), max_read=put(t.max_read, topic, -1), subs=subs,
-                   reader=r if topic else replace(r, queue=()))
+    return replace(_unloaded(t, topic), subs=subs, reader=r if topic else replace(r, queue=()))
 
 
-APPLY = {"topic_load": topic_load, "tb_recover": tb_recover, "send_nontxn": send_nontxn,
+def _unloaded(s: ImplState, topic: int) -> ImplState:
+    return replace(s, loaded=put(s.loaded, topic, False), max_read=put(s.max_read, topic, -1),
+                   tb_phase=put(s.tb_phase, topic, READY), low_water=put(s.low_water, topic, 0))
+
+
+APPLY = {"topic_load": topic_load, "tb_recover": tb_recover, "send_nontxn": send_nontxn, "append": append,
          "end_on_partition": end_on_partition, "crash": crash}

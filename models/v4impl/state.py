@@ -4,8 +4,8 @@ in-memory pending acks.
 
 The topic's transaction buffer is in one of the implementation's states (``TopicTransactionBuffer``):
 None (``loaded`` false: the topic is not served), Initializing (``loaded``, the buffer not ready: its
-recovery is reading the snapshot and the log) and Ready. NoSnapshot, the PIP-373 path, is left to the
-``pip-373`` model.
+recovery is reading the snapshot and the log), Ready, and, for a topic with no snapshot, NoSnapshot and
+FirstSnapshotting (``tb_phase``; ``first_snapshot``).
 """
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ class Consumer:
 @attrs.frozen
 class ImplState(State):
     loaded: tuple = ()  # per topic: served by a broker (the TB is then Initializing or Ready)
+    tb_phase: tuple = ()  # per topic: "" (as loaded and buffers[].ready say), NoSnapshot or FirstSnapshotting
     max_read: tuple = ()  # per topic: the TB's stored maxReadPosition (-1 while the topic is not loaded)
     reader: Reader = Reader()
     consumers: tuple = ()  # per topic: its subscription's consumers (none: the reader reads topic 0)
@@ -59,6 +60,8 @@ class ImplState(State):
     ends: FrozenMap = FrozenMap()  # txn -> (held | retrying | reply, asked for, answer): the client's END_TXN
     orphaned: frozenset = frozenset()  # committing / aborting txns no TC drives any more (before PR #19201)
     untimed: frozenset = frozenset()  # open txns whose timeout the reloaded TC lost (before PR #19201)
+    low_water: tuple = ()  # per topic: the buffer's low water mark for the TC (memory; 0: none)
+    marks: FrozenMap = FrozenMap()  # (txn, topic) -> the TC's low water mark its END_TXN_ON_PARTITION carries
     acks_ok: frozenset = frozenset()  # ghost: (txn, topic, pos) of every txn ack the broker accepted
 
 

@@ -4,8 +4,9 @@ so weakly fair. The client is not told: it learns when the TC refuses its next r
 transaction (``add_partition_refused``, ``ack_refused``, ``end_refused``: the transaction is not open);
 the TC's final step answers only a client that asked (``coordinator_restart.tc_end``).
 
-Enabled once the client's sends have landed: a send still in flight when the TC aborts is v4's
-late-write race, which the v4 model leaves out (``models/v4txn/coordinator.py``).
+The timer does not wait for the client's sends: a send still in flight when the TC aborts lands after
+the abort (v4's late write, which the v4 model leaves out: ``models/v4txn/coordinator.py``), and the buffer
+drops it as aborted (``recovery.append``), unless it holds no record of the abort (``first_snapshot``).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def actions(m, s: ImplState):
     if m.config.variant == "mutant:no-timeout":
         return
     for t, state in s.tc:
-        if state == OPEN and not any(p[0] == t for p in s.publishes):
+        if state == OPEN:
             yield act("txn_timeout", txn=t)
 
 
