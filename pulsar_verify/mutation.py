@@ -360,23 +360,41 @@ class Run:
     preset: str
     variant: str
     liveness: bool = False
+    model: str = ""  # another model that runs the mutated model's code (``users``); "" for the model itself
 
     @property
     def name(self) -> str:
-        return f"{self.preset}/{self.variant}" + ("/liveness" if self.liveness else "")
+        return (f"{self.model}:" if self.model else "") + f"{self.preset}/{self.variant}" + \
+            ("/liveness" if self.liveness else "")
+
+
+def users(model: str) -> list[str]:
+    """The other registered models built on ``model``'s class, so running its modules (``v4-impl`` and
+    ``pip-373`` run ``v4-txn``'s coordinator, buffer and dispatcher): their properties watch that code too."""
+    cls = registry.model_class(model)
+    return [name for name in registry.registered()
+            if name != model and issubclass(registry.model_class(name), cls)]
 
 
 def plan(model: str) -> list[Run]:
     """Every in-process bound set against ``as-written``, each single fix and ``all-fixes``, safety
     and action properties; then liveness (the PIP's promises that work eventually happens), at
     every in-process bound set, for ``as-written`` and ``all-fixes``: a fix can make the changed
-    code dead, and only the design as written then runs it."""
+    code dead, and only the design as written then runs it. Then, for each model that runs this
+    model's code (``users``), its baseline and ``all-fixes`` at its in-process bound sets, the same way."""
+    runs = _own_plan(model, "", every_variant=True)
+    for user in users(model):
+        runs += _own_plan(user, user, every_variant=False)
+    return runs
+
+
+def _own_plan(model: str, tag: str, every_variant: bool) -> list[Run]:
     cls = registry.model_class(model)
-    variants = [v.name for v in cls.variants if v.kind != "mutant"]
-    runs = [Run(p, v) for p in cls.in_process_presets() for v in variants]
+    ends = list(dict.fromkeys([cls.baseline(), cls.best_variant() or cls.baseline()]))
+    variants = [v.name for v in cls.variants if v.kind != "mutant"] if every_variant else ends
+    runs = [Run(p, v, model=tag) for p in cls.in_process_presets() for v in variants]
     if any(p.kind == "liveness" for p in cls.declared_properties()):
-        live = dict.fromkeys([cls.baseline(), cls.best_variant() or cls.baseline()])
-        runs += [Run(p, v, True) for v in live for p in cls.in_process_presets()]
+        runs += [Run(p, v, True, tag) for v in ends for p in cls.in_process_presets()]
     return runs
 
 
@@ -385,7 +403,7 @@ def verdicts(result) -> dict[str, int]:
 
 
 def _explore(model: str, run: Run, until=None, max_states: int | None = None):
-    m = registry.build(model, run.variant, preset=run.preset)
+    m = registry.build(run.model or model, run.variant, preset=run.preset)
     ex = Explorer(m, check_liveness=run.liveness, until=until, max_states=max_states)
     return ex.run()
 
@@ -402,7 +420,7 @@ _AT_IMPORT: set[str] = set()  # marks reached as the modules were imported (modu
 
 def _baseline_run(model: str, run: Run) -> dict:
     """One run of the unmutated model, its modules imported instrumented (``instrument``)."""
-    registry.model_class(model)
+    registry.model_class(run.model or model)
     _AT_IMPORT.update(HITS)
     HITS.clear()
     started = time.perf_counter()
@@ -491,7 +509,7 @@ def run_mutant(mutant: Mutant, runs: list[Run], base: list[dict], early: bool = 
             continue  # the unmutated run never reaches the change: the mutated one is the same run
         out["runs"] += 1
         try:
-            r = _explore(mutant.model, run, until=_until(mutant.model, b["verdicts"]) if early else None,
+            r = _explore(mutant.model, run, until=_until(run.model or mutant.model, b["verdicts"]) if early else None,
                          max_states=_cap(b["states"]))
         except Exception as exc:  # the mutated model itself failed
             frame = traceback.extract_tb(exc.__traceback__)[-1]

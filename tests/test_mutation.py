@@ -96,6 +96,17 @@ def test_early_stop_decides_as_the_whole_search_does():
     assert never_request["status"] == "killed" and never_request["changed"] == "deadlock: holds -> violated in 0"
 
 
+def test_the_models_built_on_a_model_run_its_mutants_too():
+    """v4-impl and pip-373 run v4-txn's modules: their baseline and all-fixes runs join v4-txn's plan."""
+    assert mutation.users("v4-txn") == ["pip-373", "v4-impl"] and mutation.users("pip-473") == []
+    runs = mutation.plan("v4-txn")
+    borrowed = {(r.model, r.variant) for r in runs if r.model}
+    assert borrowed == {("pip-373", "as-written"), ("pip-373", "all-fixes"), ("v4-impl", "as-implemented"),
+                        ("v4-impl", "all-fixes")}
+    assert {r.preset for r in runs if r.model == "v4-impl"} == set(registry.model_class("v4-impl").in_process_presets())
+    assert all(not r.model for r in mutation.plan("pip-473"))
+
+
 def test_a_crash_of_the_mutated_model_is_counted_apart():
     runs = mutation.plan("pip-373")
     [mutant] = [m for m in mutation.all_mutants("pip-373")  # the filter reads a parameter only append has
