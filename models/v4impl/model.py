@@ -47,8 +47,8 @@ FIXES = {
                         "state, as it does the commit marker (minimal fix, this model's finding "
                         "late-send-after-markerless-abort-blocks-topic)",
     first_snapshot.FIX_CATCH_UP: "the first snapshot's completion moves maxReadPosition to the last confirmed entry, "
-                                 "as a recovery's does (minimal fix, this model's finding "
-                                 "plain-message-stuck-behind-first-snapshot)",
+                                 "as a recovery's does (minimal fix, the second path of this model's finding "
+                                 "late-send-after-markerless-abort-blocks-topic)",
     consumers.FIX_ENDED: "the pending-ack handle refuses a transaction's ack once it has ended that "
                          "transaction (minimal fix, this model's finding ack-after-timeout-leaks-pending-ack)",
 }
