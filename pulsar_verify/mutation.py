@@ -367,6 +367,10 @@ class Run:
         return (f"{self.model}:" if self.model else "") + f"{self.preset}/{self.variant}" + \
             ("/liveness" if self.liveness else "")
 
+    def built(self, model: str) -> str:
+        """The model this run builds, for a plan of ``model``."""
+        return self.model or model
+
 
 def users(model: str) -> list[str]:
     """The other registered models built on ``model``'s class, so running its modules (``v4-impl`` and
@@ -403,7 +407,7 @@ def verdicts(result) -> dict[str, int]:
 
 
 def _explore(model: str, run: Run, until=None, max_states: int | None = None):
-    m = registry.build(run.model or model, run.variant, preset=run.preset)
+    m = registry.build(run.built(model), run.variant, preset=run.preset)
     ex = Explorer(m, check_liveness=run.liveness, until=until, max_states=max_states)
     return ex.run()
 
@@ -420,7 +424,7 @@ _AT_IMPORT: set[str] = set()  # marks reached as the modules were imported (modu
 
 def _baseline_run(model: str, run: Run) -> dict:
     """One run of the unmutated model, its modules imported instrumented (``instrument``)."""
-    registry.model_class(run.model or model)
+    registry.model_class(run.built(model))
     _AT_IMPORT.update(HITS)
     HITS.clear()
     started = time.perf_counter()
@@ -509,7 +513,7 @@ def run_mutant(mutant: Mutant, runs: list[Run], base: list[dict], early: bool = 
             continue  # the unmutated run never reaches the change: the mutated one is the same run
         out["runs"] += 1
         try:
-            r = _explore(mutant.model, run, until=_until(run.model or mutant.model, b["verdicts"]) if early else None,
+            r = _explore(mutant.model, run, until=_until(run.built(mutant.model), b["verdicts"]) if early else None,
                          max_states=_cap(b["states"]))
         except Exception as exc:  # the mutated model itself failed
             frame = traceback.extract_tb(exc.__traceback__)[-1]

@@ -21,9 +21,9 @@ state, as ``commitTxn`` does.
 Leaving FirstSnapshotting does not catch ``maxReadPosition`` up, as leaving a recovery does
 (``updateMaxReadPositionAfterRecovery``): a plain message published meanwhile stays unreadable until the
 next move, and none comes if the queued send does not make its transaction ongoing (the second path of
-the finding above, once ``abort-marker-always`` drops the late send as aborted). Fix variant ``first-snapshot-catches-up`` (this model's
-minimal fix): the first snapshot's completion moves ``maxReadPosition`` to the last confirmed entry, as
-nothing is ongoing then.
+the finding above, once ``abort-marker-always`` drops the late send as aborted). Fix variant
+``first-snapshot-catches-up`` (this model's minimal fix): the first snapshot's completion moves
+``maxReadPosition`` to the last confirmed entry, as nothing is ongoing then.
 """
 from __future__ import annotations
 

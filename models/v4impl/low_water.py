@@ -16,10 +16,10 @@ pending-ack handle's low water mark is left out.
 from __future__ import annotations
 
 from pulsar_verify.model import act
-from pulsar_verify.models.v4txn import buffer
 from pulsar_verify.models.v4txn.state import ABORT_MARKER, ABORTED, COMMITTED, PARTITION
 from pulsar_verify.values import put, replace
 
+from . import recovery
 from .state import ImplState
 
 
@@ -42,10 +42,12 @@ def stamp(before: ImplState, after: ImplState) -> ImplState:
     return replace(after, marks=marks)
 
 
-def kept(s: ImplState, t: int, topic: int) -> ImplState:
-    """A marker of ``t`` is written: the buffer keeps the highest mark it has seen."""
-    mark = max(s.low_water[topic], s.marks.get((t, topic), 0))
-    return replace(s, low_water=put(s.low_water, topic, mark))
+def end_on_partition(m, s: ImplState, a):
+    """A marker of the txn is written (``recovery.end_on_partition``): the buffer keeps the highest mark it
+    has seen, the one this RPC carries included."""
+    t, topic = a.param("txn"), a.param("topic")
+    n = recovery.end_on_partition(m, s, a)
+    return replace(n, low_water=put(n.low_water, topic, max(n.low_water[topic], n.marks.get((t, topic), 0))))
 
 
 def actions(m, s: ImplState):
@@ -76,7 +78,7 @@ def lwm_abort(m, s: ImplState, a):
     b = s.buffers[topic]
     b = replace(b, ongoing=b.ongoing.remove(t), aborted=b.aborted | {t})
     n = replace(s, logs=put(s.logs, topic, s.logs[topic] + ((ABORT_MARKER, t),)), buffers=put(s.buffers, topic, b))
-    return replace(n, max_read=put(n.max_read, topic, buffer.max_read_position(n, topic)))
+    return recovery.moved(n, topic)
 
 
 def append_not_allowed(m, s: ImplState, a):
@@ -86,4 +88,4 @@ def append_not_allowed(m, s: ImplState, a):
                    clients=put(s.clients, t - 1, replace(s.clients[t - 1], failed=True)))
 
 
-APPLY = {"lwm_abort": lwm_abort, "append_not_allowed": append_not_allowed}
+APPLY = {"end_on_partition": end_on_partition, "lwm_abort": lwm_abort, "append_not_allowed": append_not_allowed}

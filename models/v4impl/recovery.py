@@ -17,7 +17,7 @@ from pulsar_verify.model import act
 from pulsar_verify.models.v4txn import buffer
 from pulsar_verify.values import put, replace
 
-from . import consumers, low_water
+from . import consumers
 from .first_snapshot import FIRST_SNAPSHOTTING, NO_SNAPSHOT, READY
 from .state import ImplState
 
@@ -27,7 +27,7 @@ def lac(s: ImplState, topic: int) -> int:
     return len(s.logs[topic]) - 1
 
 
-def _moved(s: ImplState, topic: int) -> ImplState:
+def moved(s: ImplState, topic: int) -> ImplState:
     """The buffer's own ``updateMaxReadPosition``: before its first ongoing txn, else the last entry."""
     return replace(s, max_read=put(s.max_read, topic, buffer.max_read_position(s, topic)))
 
@@ -53,7 +53,7 @@ def tb_recover(m, s: ImplState, a):
         t = replace(s, buffers=put(s.buffers, topic, replace(s.buffers[topic], ready=True)),
                     tb_phase=put(s.tb_phase, topic, NO_SNAPSHOT), max_read=put(s.max_read, topic, lac(s, topic)))
     else:
-        t = _moved(buffer.recover(m, s, a), topic)
+        t = moved(buffer.recover(m, s, a), topic)
     return replace(t, pending=put(t.pending, topic, consumers.replayed(t, topic))) if s.consumers else t
 
 
@@ -76,13 +76,12 @@ def append(m, s: ImplState, a):
     if t in b.aborted:
         return replace(buffer.append(m, s, a), buffers=s.buffers)
     n = buffer.append(m, s, a)
-    return n if t in b.ongoing else _moved(n, topic)
+    return n if t in b.ongoing else moved(n, topic)
 
 
 def end_on_partition(m, s: ImplState, a):
-    """The marker moves ``maxReadPosition`` past the ended txn, and the buffer keeps the RPC's low water mark."""
-    topic = a.param("topic")
-    return low_water.kept(_moved(buffer.end_on_partition(m, s, a), topic), a.param("txn"), topic)
+    """The marker moves ``maxReadPosition`` past the ended txn."""
+    return moved(buffer.end_on_partition(m, s, a), a.param("topic"))
 
 
 def crash(m, s: ImplState, a):
