@@ -92,19 +92,18 @@ def floor(case: str, model, liveness: bool = True) -> dict:
         engine.ckpt.start(True)
         manifest = engine._initial()
         states, level = manifest["level_sizes"][0], 0
-        engine.ckpt.prime_dir(0).mkdir(parents=True)
+        engine.ckpt.prime_dir(0).mkdir()
         shipped = list(_prime(engine._job(0, True), 0))
         while True:
             level += 1
-            partial = engine.ckpt.partial_dir(level)
-            partial.mkdir(parents=True)
+            here = engine.ckpt.level_dir(level)
+            here.mkdir()
             shipped = pickle.loads(pickle.dumps(shipped, 5))  # what the shuffle carries
             shipped = list(_advance(engine._job(level, True), 0, shipped))
-            new = read_summaries(partial, 1)[0]["new"]
+            new = read_summaries(here, 1)[0]["new"]
             if not new:
                 break
             states += new
-            engine.ckpt.commit(level)
     seconds = time.perf_counter() - started
     return {"case": case, "engine": "floor", "states": states, "transitions": None, "depth": level - 1,
             "seconds": round(seconds, 2), "rate": round(states / seconds, 1), "level_overhead": None,

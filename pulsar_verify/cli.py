@@ -23,7 +23,7 @@ from .explorer import stderr_progress
 from .results import Result
 from .findings import EXPECTATIONS
 from .model import UsageError
-from .outdir import replacing
+from .outdir import is_uri, replacing
 from .show import render_trace
 
 DEFAULT_OUT = Path("out")
@@ -72,10 +72,12 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--engine", choices=("local", "spark"), default="local")
     ex.add_argument("--master", default="local[*]", help="engine spark: local[N] (default local[*], embedded) "
                     "or spark://HOST:PORT; under spark-submit, the master it was given")
-    ex.add_argument("--out", type=Path, help="output directory (default out/MODEL/VARIANT/BOUNDS); the Spark "
-                    "engine keeps its checkpoint in OUT/spark and continues from it when run again")
+    ex.add_argument("--out", help="output directory (default out/MODEL/VARIANT/BOUNDS); the Spark engine keeps its "
+                    "checkpoint in OUT/spark and continues from it when run again. Engine spark: also a URI "
+                    "(file://, s3a://, gs://, hdfs://, abfs://) every executor can reach")
     ex.add_argument("--fresh", action="store_true", help="engine spark: discard the checkpoint in OUT first")
     ex.add_argument("--conf", action="append", metavar="KEY=VALUE", help="engine spark: a Spark setting")
+    _ship_option(ex)
     ex.add_argument("--start-timeout", type=_positive, metavar="SECONDS",
                     help="engine spark, spark:// master: the longest wait for the master to run a first job "
                          "(default 60); a peer that is no Spark master, or has no worker, fails then")
@@ -111,7 +113,8 @@ def parser() -> argparse.ArgumentParser:
     sw.add_argument("--engine", choices=("local", "spark"), default="local")
     sw.add_argument("--master", default="local[*]")
     sw.add_argument("--conf", action="append", metavar="KEY=VALUE", help="engine spark: a Spark setting")
-    sw.add_argument("--out", type=Path, help="output directory (default out/swarm/MODEL/VARIANT/BOUNDS)")
+    _ship_option(sw)
+    sw.add_argument("--out", type=_local_dir, help="output directory (default out/swarm/MODEL/VARIANT/BOUNDS)")
     sw.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     rp = sub.add_parser("replay", help="re-execute an ITF counterexample and re-check its property")
@@ -195,18 +198,42 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _local_dir(text: str) -> Path:
+    """An --out that only a local directory can be (a URI is for explore's Spark engine)."""
+    if is_uri(text):
+        raise argparse.ArgumentTypeError(f"{text}: a local directory here (a URI --out is for explore --engine spark)")
+    return Path(text)
+
+
+def _ship_option(parser) -> None:
+    parser.add_argument("--ship", choices=("auto", "env", "code", "none"), default="auto",
+                        help="engine spark: what goes with the job to the executors (spark_checks/ship.py): env, "
+                             "pulsar-verify and its executor dependencies (the default on a cluster master: workers "
+                             "need only Python and Spark); code, pulsar-verify only (workers' Python has attrs, "
+                             "networkx, numpy, pyarrow, protobuf); none, nothing (workers have pulsar-verify; the default on local[N])")
+
+
 def cmd_explore(args) -> int:
     model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds,
                            reduction=not args.no_reduction)
     aimed = bool(args.target or args.target_expr or args.via)
     if aimed:  # a target search (pulsar_verify/target.py): the same run, with the target as its question
         model = target.TargetSearch(model, target.Aim(args.target or "", args.target_expr or "", tuple(args.via)))
-    out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds
-               / ("target" if aimed else "")).absolute()
     progress = None if (args.quiet or args.json) else stderr_progress
     conf = _settings(args.conf, "--conf")
-    with replacing(out, keep=("spark",)) as staging:
-        spark = start_spark(args.master, conf, args.start_timeout) if args.engine == "spark" else None
+    if args.out and is_uri(args.out):
+        if args.engine != "spark":
+            raise UsageError(f"--out {args.out}: a URI is for the Spark engine (--engine spark); the local engine "
+                             f"writes to a local directory")
+        from .spark_checks.location import Location, publishing
+        out, output = Location(args.out), publishing
+    else:
+        out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds
+                   / ("target" if aimed else "")).absolute()
+        output = replacing
+    with output(out, keep=("spark",)) as staging:
+        spark = start_spark(args.master, conf, args.start_timeout, args.ship, (model.name,)) \
+            if args.engine == "spark" else None
         if not args.json:
             print(f"{'searching' if aimed else 'exploring'} {model.name} [{model.config!r}] engine={args.engine}"
                   + (f" for {model.statement}" if aimed else ""), file=sys.stderr)
@@ -259,7 +286,8 @@ def cmd_swarm(args) -> int:
     model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds)
     out = Path(args.out or DEFAULT_OUT / "swarm" / model.name / model.config.variant / args.bounds).absolute()
     with replacing(out) as staging:
-        spark = start_spark(args.master, _settings(args.conf, "--conf")) if args.engine == "spark" else None
+        spark = start_spark(args.master, _settings(args.conf, "--conf"), ship=args.ship, models=(model.name,)) \
+            if args.engine == "spark" else None
         result = swarm(model, walks=args.walks, steps=args.steps, seed=args.seed, engine=args.engine,
                        master=args.master, spark=spark)
         write_results(model, result, staging, out,

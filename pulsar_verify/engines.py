@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .explorer import explore
@@ -19,7 +20,7 @@ def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop
     the local engine's processes."""
     if engine == "spark":
         from .spark_checks.bfs import explore_spark
-        spark = spark or start_spark(master, conf)
+        spark = spark or start_spark(master, conf, models=(model.name,))
         return explore_spark(model, max_depth=max_depth, max_states=max_states, master=master,
                              progress=progress, out=out, fresh=fresh, stop_at_first=stop_at_first,
                              graph=None if liveness else False, spark=spark, partitions=partitions)
@@ -28,18 +29,29 @@ def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop
     return result
 
 
-def start_spark(master: str, conf: dict | None = None, start_timeout: float | None = None):
+def start_spark(master: str, conf: dict | None = None, start_timeout: float | None = None, ship: str = "auto",
+                models: tuple[str, ...] = ()):
     """A Spark session for ``master``; a master that does not run a first job within ``start_timeout``
-    seconds is a one-line error."""
+    seconds is a one-line error. ``ship``: how the executors get the code of ``models``
+    (``spark_checks/ship.py``); the archives are made before the session starts, so a failure costs no
+    cluster time."""
+    from .spark_checks import ship as shipping
     from .spark_checks.session import FIRST_JOB_SECONDS, spark_session
-    return spark_session(master, conf_pairs=conf, first_job_seconds=start_timeout or FIRST_JOB_SECONDS)
+    submitted = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))  # spark-submit's session: its master decides
+    archives = [] if submitted else shipping.archives(shipping.route_for(ship, master), models)
+    spark = spark_session(master, conf_pairs=conf, first_job_seconds=start_timeout or FIRST_JOB_SECONDS,
+                          worker_python=shipping.worker_python() if archives else None)
+    if submitted:
+        archives = shipping.archives(shipping.route_for(ship, spark.sparkContext.master), models)
+    shipping.ship(spark.sparkContext, archives)
+    return spark
 
 
 def write_results(model, result, into: Path, final: Path | None = None, info=lambda v: {}) -> None:
     """Each violation's counterexample as ``<property>.itf.json`` (its ``#meta.violation`` with ``info(v)``
     added), then ``summary.json``, written ``into`` a staging directory that will become ``final`` (where
     the summary says they are). ``result``: an exploration's or a swarm's."""
-    final = Path(final or into)
+    final = final if final is not None else Path(into)  # a Path, or a Location (a URI --out)
     for v in result.violations:
         doc = trace_document(model, v.states, v.actions, {**v.as_dict(), **info(v)}, v.loop)
         name = f"{v.prop.id}.itf.json"

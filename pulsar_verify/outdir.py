@@ -10,12 +10,20 @@ earlier one wrote.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from .model import UsageError
+
+SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+
+
+def is_uri(text) -> bool:
+    """``scheme://...``: a place the Spark engine reaches through pyarrow (``spark_checks/location.py``)."""
+    return SCHEME.match(str(text)) is not None
 
 
 def _check_target(out: Path) -> None:

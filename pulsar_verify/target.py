@@ -245,8 +245,8 @@ def _write_trace(model: TargetSearch, r: Reach, into: Path, final: Path) -> list
     doc["#meta"]["target"] = model.aim.as_dict()
     doc["#meta"]["description"] = f"target reached: {model.statement}"
     write_trace(Path(into) / "target.itf.json", doc)
-    write_text(Path(into) / "target.md", explanation(model, r, Path(final) / "target.itf.json"))
-    return [Path(final) / "target.itf.json", Path(final) / "target.md"]
+    write_text(Path(into) / "target.md", explanation(model, r, final / "target.itf.json"))
+    return [final / "target.itf.json", final / "target.md"]
 
 
 def explanation(model: TargetSearch, r: Reach, trace: Path) -> str:

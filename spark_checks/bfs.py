@@ -30,7 +30,6 @@ from __future__ import annotations
 import gc
 import json
 import marshal
-import shutil
 import tempfile
 import time
 from array import array
@@ -48,6 +47,7 @@ from pulsar_verify.target import TargetSearch
 from .checkpoint import Checkpoint, edges_schema, links_schema, load_action, read_parts, read_summaries, read_visited, \
     rows, write_summary, write_table, write_visited
 from .graph import check_liveness_on_disk
+from .location import Location
 from .session import spark_session
 
 FLUSH = 50_000  # locally distinct successors held by a task before it ships them
@@ -109,6 +109,11 @@ def _note(violated: list, pid: str, level: int, fp: int, action: str | None = No
     """Record ``pid``'s first violation (the manifest keeps one per property)."""
     if all(v[0] != pid for v in violated):
         violated.append([pid, level, fp, action])
+
+
+def _shipped(summaries: list) -> dict:
+    """The records and bytes a stage's tasks sent to the shuffle (the next level's input)."""
+    return {key: sum(s.get(key, 0) for s in summaries) for key in ("shipped_records", "shipped_bytes")}
 
 
 def _to_partition(dest: int) -> int:
@@ -176,17 +181,20 @@ def _unpack_new(blob: bytes, visited, best: dict) -> None:
             best[fp] = (parent, key, raw[start:end])
 
 
-def _ship(best: dict, parts: int):
-    """The held successors as (partition, blob) pairs of at most CHUNK records each."""
+def _ship(best: dict, parts: int, shipped: Counter):
+    """The held successors as (partition, blob) pairs of at most CHUNK records each; ``shipped``
+    counts the records and the bytes that go to the shuffle."""
     by_part: dict = {}
     for tf, (parent, key, data) in best.items():
         by_part.setdefault(tf % parts, []).append((tf, parent, key, data))
     for dest, records in sorted(by_part.items()):
         for i in range(0, len(records), CHUNK):
-            yield dest, _pack(records[i:i + CHUNK])
+            blob = _pack(records[i:i + CHUNK])
+            shipped.update(shipped_records=len(records[i:i + CHUNK]), shipped_bytes=len(blob))
+            yield dest, blob
 
 
-def _expand(model, states, parts: int, edges: Path | None):
+def _expand(model, states, parts: int, edges: Location | None):
     """Successors of ``states`` [(fp, state)], shipped to their partitions; returns the
     transitions, coverage, deadlocks and broken action properties of the expansion."""
     fp_of = state_key(model)
@@ -196,6 +204,7 @@ def _expand(model, states, parts: int, edges: Path | None):
     deadlocks, action_bad = [], []
     edge_cols = ([], [], []) if edges is not None else None
     best: dict = {}
+    shipped: Counter = Counter()
     expanded = 0
     for fp, s in states:
         expanded += 1
@@ -218,16 +227,16 @@ def _expand(model, states, parts: int, edges: Path | None):
             if known is None or (fp, key) < (known[0], known[1]):
                 best[tf] = (fp, key, data)
         if len(best) >= FLUSH:
-            yield from _ship(best, parts)
+            yield from _ship(best, parts, shipped)
             best = {}
-    yield from _ship(best, parts)
+    yield from _ship(best, parts, shipped)
     if edge_cols is not None:
         write_table(edges, dict(zip(("fp", "action", "succ"), edge_cols)), edges_schema())
     first_bad: dict = {}
     for pid, fp, key in sorted(action_bad):
         first_bad.setdefault(pid, (fp, key))
     return {"expanded": expanded, "transitions": transitions, "coverage": dict(coverage),
-            "deadlock": min(deadlocks, default=None), "action_bad": first_bad}
+            "deadlock": min(deadlocks, default=None), "action_bad": first_bad, **shipped}
 
 
 @_without_gc
@@ -237,15 +246,15 @@ def _advance(job, q: int, shuffled):
     import numpy as np
     spec, root, level, parts, expand, graph = job
     model = _model(spec)
-    ckpt = Checkpoint(Path(root))
+    ckpt = Checkpoint(root)
     visited = read_visited(ckpt.visited(ckpt.level_dir(level - 1), q))
     best: dict = {}  # fp -> (parent, action, state) of the candidates not visited
     for _, blob in shuffled:
         _unpack_new(blob, visited, best)
     new = np.fromiter(best, dtype=np.int64, count=len(best))
     new.sort()
-    partial = ckpt.partial_dir(level)
-    write_visited(ckpt.visited(partial, q), np.insert(visited, np.searchsorted(visited, new), new))
+    here = ckpt.level_dir(level)
+    write_visited(ckpt.visited(here, q), np.insert(visited, np.searchsorted(visited, new), new))
     del visited
 
     invariants = model.invariants
@@ -273,12 +282,12 @@ def _advance(job, q: int, shuffled):
     else:
         for _ in checked():
             pass
-    write_table(ckpt.links(partial, q), cols, links_schema())
+    write_table(ckpt.links(here, q), cols, links_schema())
     first: dict = {}
     for fp, broken in sorted(found):
         for pid in broken:
             first.setdefault(pid, fp)
-    write_summary(ckpt.summary(partial, q), {**summary, "bad": len(found), "found": first})
+    write_summary(ckpt.summary(here, q), {**summary, "bad": len(found), "found": first})
 
 
 @_without_gc
@@ -287,8 +296,9 @@ def _prime(job, q: int):
     import pyarrow.parquet as pq
     spec, root, level, parts, _, graph = job
     model = _model(spec)
-    ckpt = Checkpoint(Path(root))
-    table = pq.read_table(ckpt.links(ckpt.level_dir(level), q), columns=["fp", "bad", "state"])
+    ckpt = Checkpoint(root)
+    links = ckpt.links(ckpt.level_dir(level), q)
+    table = pq.read_table(links.path, filesystem=links.fs, columns=["fp", "bad", "state"])
     states = ((fp, decode(data)) for fp, bad, data in rows(table, table.column_names) if not bad)
     summary = yield from _expand(model, states, parts, ckpt.edges_file(level, q) if graph else None)
     write_summary(ckpt.summary(ckpt.prime_dir(level), q), {"new": 0, "bad": 0, "found": {}, **summary})
@@ -296,7 +306,7 @@ def _prime(job, q: int):
 
 # -- the search ------------------------------------------------------------------------------------
 class SparkExplorer:
-    def __init__(self, model: Model, *, master="local[*]", out: Path | None = None, fresh=False,
+    def __init__(self, model: Model, *, master="local[*]", out: str | Path | None = None, fresh=False,
                  max_depth=None, max_states=None, stop_at_first=False, progress=None, graph=None,
                  spark=None, partitions: int | None = None):
         self.model = model
@@ -309,9 +319,9 @@ class SparkExplorer:
         self.spark = spark or spark_session(master)
         self.sc = self.spark.sparkContext
         if out is None:
-            out = Path(tempfile.mkdtemp(prefix="pulsar-verify-spark-"))
+            out = tempfile.mkdtemp(prefix="pulsar-verify-spark-")
             fresh = True
-        self.out = Path(out)
+        self.out = Location(out)  # a local path or a URI (location.py)
         self.ckpt = Checkpoint(self.out / "spark")
         self.fresh = fresh
         self.spec = model_spec(model)
@@ -340,14 +350,13 @@ class SparkExplorer:
             row = (fp, None, None, _labels(model, s, self.graph), bool(broken), None if broken else encode(s))
             for name, value in zip(names, row):
                 cols[fp % self.parts][name].append(value)
-        partial = self.ckpt.partial_dir(0)
+        level0 = self.ckpt.level_dir(0)
         for q, part in enumerate(cols):
-            write_table(self.ckpt.links(partial, q), part, links_schema())
-            write_visited(self.ckpt.visited(partial, q), np.array(sorted(part["fp"]), dtype=np.int64))
-        self.ckpt.commit(0)
+            write_table(self.ckpt.links(level0, q), part, links_schema())
+            write_visited(self.ckpt.visited(level0, q), np.array(sorted(part["fp"]), dtype=np.int64))
         count = len(self.init_by_fp)
         stats = {"level": 0, "new": count, "expanded": 0, "transitions": 0, "states": count, "seconds": 0.0,
-                 "rate": 0.0}
+                 "rate": 0.0, "shipped_records": 0, "shipped_bytes": 0}
         manifest = {**self.identity, "partitions": self.parts, "init": sorted(self.init_by_fp), "levels": 0,
                     "level_sizes": [count], "expanded": False, "frontier_size": count - len({v[2] for v in violated}),
                     "transitions": 0, "coverage": {}, "violated": violated, "stats": [stats], "seconds": 0.0,
@@ -371,9 +380,9 @@ class SparkExplorer:
 
     # -- the jobs ------------------------------------------------------------------------------
     def _job(self, level: int, expand: bool) -> tuple:
-        return self.spec, str(self.ckpt.root), level, self.parts, expand, self.graph
+        return self.spec, self.ckpt.root, level, self.parts, expand, self.graph
 
-    def _stage(self, tasks, where: Path) -> tuple:
+    def _stage(self, tasks, where: Location) -> tuple:
         """Run ``tasks`` as the map side of the shuffle the next level reads: Spark's own
         ``submitMapStage``, so a level's output goes to the shuffle once and is never cached or
         read back by the driver. Returns the shuffled RDD (the next level's input), its shuffle
@@ -398,19 +407,20 @@ class SparkExplorer:
         """The last committed level's successors; its expansion is counted unless it was already."""
         level = manifest["levels"]
         job = self._job(level, True)
-        self.ckpt.edges_path(level).mkdir(parents=True, exist_ok=True)
+        self.ckpt.edges_path(level).mkdir()
         where = self.ckpt.prime_dir(level)
-        where.mkdir(parents=True, exist_ok=True)
+        where.mkdir()
         started = time.perf_counter()
         shuffled, shuffle, summaries = self._stage(
             self.sc.parallelize(range(self.parts), self.parts).mapPartitionsWithIndex(lambda q, _: _prime(job, q)),
             where)
-        shutil.rmtree(where)
+        where.rmtree()
         if not manifest["expanded"]:
             manifest = self._count(manifest, level, summaries)
             manifest["expanded"] = True
             last = manifest["stats"][-1]
-            last.update(expanded=manifest["frontier_size"], transitions=sum(s["transitions"] for s in summaries))
+            last.update(expanded=manifest["frontier_size"], transitions=sum(s["transitions"] for s in summaries),
+                        **_shipped(summaries))
             last["seconds"] = round(last["seconds"] + time.perf_counter() - started, 3)
             self.ckpt.save(manifest)
         return shuffled, shuffle, manifest
@@ -436,13 +446,13 @@ class SparkExplorer:
         """Level ``level`` from the previous level's shipped successors."""
         expand = self.max_depth is None or level < self.max_depth
         job = self._job(level, expand)
-        partial = self.ckpt.partial_dir(level)
-        partial.mkdir(parents=True, exist_ok=True)
+        where = self.ckpt.level_dir(level)
+        where.mkdir()
         if expand and self.graph:
-            self.ckpt.edges_path(level).mkdir(parents=True, exist_ok=True)
+            self.ckpt.edges_path(level).mkdir()
         started = time.perf_counter()
         shuffled, shuffle, summaries = self._stage(
-            incoming.mapPartitionsWithIndex(lambda q, shuffled: _advance(job, q, shuffled)), partial)
+            incoming.mapPartitionsWithIndex(lambda q, shuffled: _advance(job, q, shuffled)), where)
         count = sum(s["new"] for s in summaries)
         bad = sum(s["bad"] for s in summaries)
         violated = manifest["violated"]
@@ -454,7 +464,8 @@ class SparkExplorer:
         total = sum(manifest["level_sizes"]) + count
         stats = {"level": level, "new": count, "expanded": count - bad if expand else 0,
                  "transitions": sum(s.get("transitions", 0) for s in summaries), "states": total,
-                 "seconds": round(seconds, 3), "rate": round(count / seconds, 1) if seconds else 0.0}
+                 "seconds": round(seconds, 3), "rate": round(count / seconds, 1) if seconds else 0.0,
+                 **_shipped(summaries)}
         manifest = {**manifest, "levels": level if count else level - 1,
                     "level_sizes": manifest["level_sizes"] + ([count] if count else []),
                     "frontier_size": count - bad if count else 0, "expanded": expand,
@@ -482,11 +493,9 @@ class SparkExplorer:
             incoming, read, manifest = self._level(depth + 1, incoming, manifest)
             self._forget(shuffle)
             shuffle = read
-            if manifest["done"]:
-                shutil.rmtree(self.ckpt.partial_dir(depth + 1))
-            else:
-                self.ckpt.commit(depth + 1)
-            self.ckpt.save(manifest)
+            if manifest["done"]:  # the level found nothing new: it holds no states
+                self.ckpt.level_dir(depth + 1).rmtree()
+            self.ckpt.save(manifest)  # the commit of the level
             self.ckpt.drop_visited_before(manifest["levels"])
             if self.progress is not None:
                 total = sum(manifest["level_sizes"])
@@ -564,7 +573,7 @@ class SparkExplorer:
         (root / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
         fields = [("level", pa.int64()), ("expanded", pa.int64()), ("new", pa.int64()),
                   ("transitions", pa.int64()), ("states", pa.int64()), ("seconds", pa.float64()),
-                  ("rate", pa.float64())]
+                  ("rate", pa.float64()), ("shipped_records", pa.int64()), ("shipped_bytes", pa.int64())]
         write_table(root / "stats.parquet", {name: [s[name] for s in stats] for name, _ in fields},
                     pa.schema(fields))
         docs = [{**v.as_dict(), "itf": trace_document(self.model, v.states, v.actions, v.as_dict(), v.loop)}

@@ -1,4 +1,5 @@
-"""The on-disk checkpoint of a Spark exploration, committed at level boundaries.
+"""The checkpoint of a Spark exploration, committed at level boundaries, at a local path or a
+URI (``location.py``).
 
 Layout of ``OUT/spark/`` (P partitions, fixed when the run starts)::
 
@@ -13,31 +14,32 @@ Layout of ``OUT/spark/`` (P partitions, fixed when the run starts)::
     edges/level-0000K.parquet/part-0000q.parquet
                              fp, action, succ: every transition out of level K (liveness only;
                              a level expanded again after a restart rewrites its files)
-    level-0000K.partial/summary-0000q, prime-0000K.partial/summary-0000q
-                             a task's figures (counts, coverage, first violations), read and
-                             removed by the driver when the stage ends
+    level-0000K/summary-0000q, prime-0000K/summary-0000q
+                             a task's figures (counts, coverage, first violations, bytes shipped),
+                             read and removed by the driver when the stage ends
     stats.json, stats.parquet    per-level statistics
     violations.json, violations.parquet  each violated property with its ITF counterexample
 
-Partition files are written by the Spark tasks that own them (write, then rename, so a retried
-task rewrites the same file); ``OUT`` must therefore be a directory every executor can reach.
-A level is written to ``level-K.partial`` and renamed when complete; the manifest is replaced
-(write, then rename) after that, so a run killed at any moment leaves the last complete level
-intact. A checkpoint of another model, variant or bound set, or one whose files disagree with
-its manifest, is refused with a one-line error, never silently restarted.
+Partition files are written by the Spark tasks that own them (write, then move over the final
+name, so a retried task rewrites the same file); ``OUT`` must therefore be a place every executor
+can reach: a shared mount, HDFS, an object store. The manifest is the commit point: it is
+replaced (written, then moved) after a level's files are all written, and a resumed run first
+removes every level beyond the one the manifest records. So a run killed at any moment leaves
+the last complete level intact, with no directory rename, which object stores do not have. A
+checkpoint of another model, variant or bound set, or one whose files disagree with its
+manifest, is refused with a one-line error, never silently restarted.
 """
 from __future__ import annotations
 
+import io
 import json
 import marshal
-import os
-import shutil
-from contextlib import contextmanager
-from pathlib import Path
 
 from pulsar_verify.model import Action, UsageError
 
-FORMAT = "pulsar-verify/spark-checkpoint/4"  # 3: Merkle fingerprints; 4: the symmetry in the identity
+from .location import Location
+
+FORMAT = "pulsar-verify/spark-checkpoint/5"  # 3: Merkle fingerprints; 4: the symmetry; 5: no .partial levels
 
 
 def _pa():
@@ -61,102 +63,90 @@ def part_name(q: int) -> str:
     return f"part-{q:05d}.parquet"
 
 
-@contextmanager
-def replacing(path: Path):
-    """A temporary path to write ``path``'s new content to; it replaces ``path`` whole once
-    written, so a retried task rewrites a file and a killed one leaves no half of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    yield tmp
-    os.replace(tmp, path)
-
-
 def rows(table, columns):
     """A pyarrow table's columns as Python rows."""
     return zip(*(table.column(c).to_pylist() for c in columns))
 
 
-def write_table(path: Path, columns: dict, schema) -> None:
+def write_table(where: Location, columns: dict, schema) -> None:
     pa, pq = _pa()
-    with replacing(path) as tmp:
-        pq.write_table(pa.table(columns, schema=schema), tmp, compression="zstd")
+    with where.replacing() as tmp:
+        pq.write_table(pa.table(columns, schema=schema), tmp.path, filesystem=tmp.fs, compression="zstd")
 
 
-def write_visited(path: Path, fps) -> None:
+def write_visited(where: Location, fps) -> None:
     import numpy as np
-    with replacing(path) as tmp, open(tmp, "wb") as f:
-        np.save(f, fps, allow_pickle=False)
+    buffer = io.BytesIO()
+    np.save(buffer, fps, allow_pickle=False)
+    where.write_bytes(buffer.getvalue())
 
 
-def read_visited(path: Path):
+def read_visited(where: Location):
     import numpy as np
-    return np.load(path, allow_pickle=False)
+    return np.load(io.BytesIO(where.read_bytes()), allow_pickle=False)
 
 
 def summary_name(q: int) -> str:
     return f"summary-{q:05d}"
 
 
-def write_summary(path: Path, summary: dict) -> None:
+def write_summary(where: Location, summary: dict) -> None:
     """A task's figures, for the driver (``marshal``: plain data, no code runs when read)."""
-    with replacing(path) as tmp:
-        tmp.write_bytes(marshal.dumps(summary))
+    where.write_bytes(marshal.dumps(summary))
 
 
-def read_summaries(directory: Path, parts: int) -> list[dict]:
+def read_summaries(directory: Location, parts: int) -> list[dict]:
     """Every task's summary, removed once read (a level directory keeps only its data)."""
     out = []
     for q in range(parts):
-        path = directory / summary_name(q)
-        out.append(marshal.loads(path.read_bytes()))
-        path.unlink()
+        where = directory / summary_name(q)
+        out.append(marshal.loads(where.read_bytes()))
+        where.unlink()
     return out
 
 
-def read_parts(directory: Path, columns: list[str], what: str, parts: int | None = None):
+def read_parts(directory: Location, columns: list[str], what: str, parts: int | None = None):
     """The rows of every partition file of ``directory`` as one pyarrow table; a missing or
     damaged file is a one-line error naming ``what``."""
     pa, pq = _pa()
     try:
-        files = [directory / part_name(q) for q in range(parts)] if parts else sorted(directory.glob("part-*.parquet"))
-        return pa.concat_tables([pq.read_table(f, columns=columns) for f in files]) if files else None
+        files = [directory / part_name(q) for q in range(parts)] if parts else directory.glob("part-*.parquet")
+        return pa.concat_tables([pq.read_table(f.path, filesystem=f.fs, columns=columns) for f in files]) \
+            if files else None
     except (OSError, pa.ArrowException) as exc:
         raise UsageError(f"corrupted checkpoint: cannot read {what} at {directory}: "
                          f"{str(exc).strip().splitlines()[0][:200]}") from None
 
 
 class Checkpoint:
-    def __init__(self, root: Path):
-        self.root = Path(root).resolve()
-        self.manifest_path = self.root / "manifest.json"
+    def __init__(self, root: Location):
+        self.root = root
+        self.manifest_path = root / "manifest.json"
 
     # -- paths --------------------------------------------------------------
-    def level_dir(self, level: int) -> Path:
+    def level_dir(self, level: int) -> Location:
         return self.root / f"level-{level:05d}"
 
-    def partial_dir(self, level: int) -> Path:
-        return self.root / f"level-{level:05d}.partial"
-
-    def edges_path(self, level: int) -> Path:
+    def edges_path(self, level: int) -> Location:
         return self.root / "edges" / f"level-{level:05d}.parquet"
 
-    def edges_file(self, level: int, q: int) -> Path:
+    def edges_file(self, level: int, q: int) -> Location:
         return self.edges_path(level) / part_name(q)
 
-    def prime_dir(self, level: int) -> Path:
+    def prime_dir(self, level: int) -> Location:
         """Where the tasks expanding a committed level again put their summaries."""
-        return self.root / f"prime-{level:05d}.partial"
+        return self.root / f"prime-{level:05d}"
 
     @staticmethod
-    def summary(where: Path, q: int) -> Path:
+    def summary(where: Location, q: int) -> Location:
         return where / summary_name(q)
 
     @staticmethod
-    def links(level_dir: Path, q: int) -> Path:
+    def links(level_dir: Location, q: int) -> Location:
         return level_dir / "links.parquet" / part_name(q)
 
     @staticmethod
-    def visited(level_dir: Path, q: int) -> Path:
+    def visited(level_dir: Location, q: int) -> Location:
         return level_dir / f"visited-{q:05d}.npy"
 
     # -- manifest -----------------------------------------------------------
@@ -193,7 +183,11 @@ class Checkpoint:
             if not where.is_dir():
                 raise UsageError(f"corrupted checkpoint {self.root}: level {level} is missing")
             try:
-                rows = sum(pq.read_metadata(self.links(where, q)).num_rows for q in range(parts))
+                rows = 0
+                for q in range(parts):
+                    links = self.links(where, q)
+                    with links.fs.open_input_file(links.path) as f:
+                        rows += pq.read_metadata(f).num_rows
             except Exception as exc:  # a missing or damaged file: OSError or an ArrowException
                 raise UsageError(f"corrupted checkpoint: cannot read level {level} at {where}: "
                                  f"{str(exc).strip().splitlines()[0][:200]}") from None
@@ -211,33 +205,31 @@ class Checkpoint:
                              f"the manifest records {sum(manifest['level_sizes']):,}")
 
     def save(self, manifest: dict) -> None:
-        with replacing(self.manifest_path) as tmp:
-            tmp.write_text(json.dumps({"format": FORMAT, **manifest}, indent=1) + "\n")
+        """Replace the manifest: the commit of everything written before it."""
+        self.manifest_path.write_text(json.dumps({"format": FORMAT, **manifest}, indent=1) + "\n")
 
     # -- levels -------------------------------------------------------------
     def start(self, fresh: bool) -> None:
-        if fresh and self.root.exists():
-            shutil.rmtree(self.root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        if fresh:
+            self.root.rmtree()
+        self.root.mkdir()
 
     def discard_uncommitted(self, last: int) -> None:
-        """Remove what a killed run left beyond the last committed level, and visited sets
-        older than it."""
-        for path in self.root.glob("prime-*.partial"):
-            shutil.rmtree(path)
-        for path in self.root.glob("level-*"):
-            stem = path.name.split(".")[0]
-            if path.name.endswith(".partial") or int(stem.split("-")[1]) > last:
-                shutil.rmtree(path)
+        """Remove what a killed run left beyond the last committed level (files of a level it
+        was writing, task summaries, temporary files), and visited sets older than it."""
+        for where in self.root.glob("prime-*"):
+            where.rmtree()
+        for where in self.root.glob("level-*"):
+            if int(where.name.split("-")[1]) > last:
+                where.rmtree()
+        for where in self.root.glob("level-*/summary-*"):
+            where.unlink()
         self.drop_visited_before(last)
 
     def drop_visited_before(self, level: int) -> None:
-        for path in self.root.glob("level-*/visited-*.npy"):
-            if int(path.parent.name.split("-")[1]) < level:
-                path.unlink()
-
-    def commit(self, level: int) -> None:
-        os.replace(self.partial_dir(level), self.level_dir(level))
+        for where in self.root.glob("level-*/visited-*.npy"):
+            if int(where.parent.name.split("-")[1]) < level:
+                where.unlink()
 
 
 def load_action(blob: bytes) -> Action:

@@ -58,10 +58,13 @@ def _within(start, seconds: float, master: str):
 
 
 def spark_session(master: str, app: str = "pulsar-verify", log_path: Path | None = None,
-                  conf_pairs: dict | None = None, first_job_seconds: float = FIRST_JOB_SECONDS):
+                  conf_pairs: dict | None = None, first_job_seconds: float = FIRST_JOB_SECONDS,
+                  worker_python: str | None = None):
     """A SparkSession whose JVM writes its own log to ``log_path`` (default: a temporary
     file), so the terminal shows pulsar-verify's output only. Under ``spark-submit`` the
-    session it configured is used as it is."""
+    session it configured is used as it is. The executors run ``PYSPARK_PYTHON``, by default
+    ``worker_python`` (a job that ships its code: the workers' own Python) or else the driver's
+    interpreter (workers on this machine)."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
@@ -74,7 +77,7 @@ def spark_session(master: str, app: str = "pulsar-verify", log_path: Path | None
     check_reachable(master)
     if active is not None:
         active.stop()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python or sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log4j = f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"

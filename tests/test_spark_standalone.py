@@ -24,6 +24,7 @@ from .helpers import ROOT
 
 pyspark = pytest.importorskip("pyspark")
 SPARK_HOME = Path(pyspark.__file__).parent
+pytestmark = pytest.mark.xdist_group("spark-standalone")  # one cluster, its tests in one process
 
 
 def _free_port() -> int:
