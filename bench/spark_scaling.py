@@ -48,6 +48,7 @@ def one(case: str, engine: str, liveness: bool = True, values: dict | None = Non
     name, bounds, variant = parse_case(case)
     model = registry.build(name, variant, values or {}, preset=bounds)
     started = time.perf_counter()
+    sizes = None
     if engine in ("local", "local-all"):
         workers = (os.cpu_count() or 1) if engine == "local-all" else 1
         result, _ = explore(model, check_liveness=liveness, workers=workers)
@@ -64,12 +65,35 @@ def one(case: str, engine: str, liveness: bool = True, values: dict | None = Non
                                    partitions=partitions,
                                    progress=lambda i: print(f"  level {i['depth']:>3}: {i['states']:>12,} states, "
                                                             f"{i['level_seconds']:.1f}s", file=sys.stderr, flush=True))
+            sizes = footprint(Path(out) / "spark", result)
         small = [s["seconds"] for s in result.level_stats if s["new"] < 100]
         overhead = statistics.median(small) if small else None
+        seconds = time.perf_counter() - started
+        cores = spark.sparkContext.defaultParallelism
+        sizes["states_per_s_per_core"] = round(result.distinct_states / seconds / cores, 1)
     seconds = time.perf_counter() - started
     return {"case": case, "engine": engine, "states": result.distinct_states, "transitions": result.transitions,
             "depth": result.depth, "seconds": round(seconds, 2), "rate": round(result.distinct_states / seconds, 1),
-            "level_overhead": overhead, "levels": len(result.level_sizes)}
+            "level_overhead": overhead, "levels": len(result.level_sizes), "footprint": sizes}
+
+
+def footprint(root: Path, result) -> dict:
+    """What docs/scale.md plans with: bytes per state at rest (links, the visited set) and per
+    transition (edges), bytes per state on the wire (the shuffle), and the largest level."""
+    def size(pattern: str) -> int:
+        return sum(f.stat().st_size for f in root.glob(pattern) if f.is_file())
+    stats = result.level_stats
+    states = result.distinct_states
+    shipped = sum(s.get("shipped_bytes", 0) for s in stats)
+    records = sum(s.get("shipped_records", 0) for s in stats)
+    return {"links_bytes_per_state": round(size("level-*/links.parquet/*") / states, 1),
+            "visited_bytes_per_state": round(size(f"level-{result.depth:05d}/visited-*.npy") / states, 1),
+            "edge_bytes_per_transition": round(size("edges/*/*") / max(result.transitions, 1), 1),
+            "shuffle_bytes_per_state": round(shipped / states, 1),
+            "shuffle_bytes_per_record": round(shipped / max(records, 1), 1),
+            "records_per_state": round(records / states, 2),
+            "largest_level": max(result.level_sizes),
+            "largest_level_shuffle_mb": round(max(s.get("shipped_bytes", 0) for s in stats) / 2**20, 1)}
 
 
 def floor(case: str, model, liveness: bool = True) -> dict:
@@ -152,6 +176,8 @@ def main() -> None:
             label = case + "".join(f" {kv}" for kv in args.set)
             print(f"{label:<44} {engine:<9} {r['states']:>12,} {r['levels']:>6} {r['seconds']:>9.1f} "
                   f"{r['rate']:>9,.0f} {ratio:>13} {overhead:>8}", flush=True)
+            if r.get("footprint"):
+                print(f"  {engine} footprint: " + json.dumps(r["footprint"]), flush=True)
 
 
 if __name__ == "__main__":

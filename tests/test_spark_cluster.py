@@ -239,3 +239,22 @@ def test_a_run_that_lost_a_worker_and_its_driver_resumes_from_the_uri(cluster, d
     finally:
         cluster["workers"]["w2"] = _start_worker(cluster, "w2")
         _wait(lambda: _alive(cluster) >= 2, "the worker to register again")
+
+
+def test_spark_submit_of_the_installed_launcher(cluster, driver, tmp_path):
+    """The README's cluster command: spark-submit of the launcher inside the installed package, the
+    workers' Python named by ``spark.pyspark.python``, the code shipped, the results at a URI."""
+    python = driver.parent / "python"
+    launcher = subprocess.run([str(python), "-c", "import pulsar_verify.spark_checks.submit as m; print(m.__file__)"],
+                              capture_output=True, text=True, check=True, cwd=tmp_path, env=_clean_env()).stdout.strip()
+    assert not launcher.startswith(str(ROOT))
+    worker = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    r = subprocess.run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", cluster["master"],
+                        "--conf", f"spark.pyspark.python={worker}", "--conf", f"spark.pyspark.driver.python={python}",
+                        "--conf", "spark.executorEnv.PV_TEST_ISOLATED=1", "--conf", "spark.executor.cores=1",
+                        "--conf", "spark.executor.memory=512m",
+                        launcher, "explore", "pip-373", "--engine", "spark", "--out", f"file://{tmp_path}/run", "--json"],
+                       cwd=tmp_path, env=_clean_env(), capture_output=True, text=True, timeout=900)
+    assert r.returncode == 1, r.stderr[-3000:]
+    _same_as_local(json.loads(r.stdout[r.stdout.index("{"):]), "pip-373")
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["distinct_states"] > 0
