@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -51,3 +53,24 @@ def violated_alone(model: str, variant: str, preset: str, prop: str) -> bool:
     expanded too, so one property's counterexample cannot mask another's."""
     result, _ = explore(only(registry.build(model, variant, preset=preset), prop))
     return any(v.prop.id == prop for v in result.violations)
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now, on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, what: str, seconds: float = 120) -> None:
+    """Poll ``predicate`` (an OSError or ValueError counts as not yet) until true, or fail the test."""
+    import pytest
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.3)
+    pytest.fail(f"timed out waiting for {what}")

@@ -23,7 +23,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import venv
 from pathlib import Path
@@ -33,7 +32,7 @@ import pytest
 from pulsar_verify import registry
 from pulsar_verify.explorer import explore
 
-from .helpers import ROOT
+from .helpers import ROOT, free_port, wait_for
 
 pyspark = pytest.importorskip("pyspark")
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -42,22 +41,6 @@ WORKER_DEPS = ("attrs", "attr", "networkx", "numpy", "numpy.libs", "pyarrow", "p
 pytestmark = pytest.mark.xdist_group("spark-cluster")  # one cluster, its tests in one process
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(predicate, what: str, seconds: float = 120):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.3)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def _view(into: Path, keep) -> Path:
@@ -122,7 +105,7 @@ def _start_worker(cluster: dict, name: str) -> subprocess.Popen:
     log = open(home / "worker.log", "ab")
     proc = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
                              cluster["master"], "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
-                             "--webui-port", str(_free_port()), "--work-dir", str(home / "work")],
+                             "--webui-port", str(free_port()), "--work-dir", str(home / "work")],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     log.close()
     return proc
@@ -145,7 +128,7 @@ def _stop(proc: subprocess.Popen) -> None:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     work = tmp_path_factory.mktemp("spark-cluster")
-    port, ui = _free_port(), _free_port()
+    port, ui = free_port(), free_port()
     cluster = {"master": f"spark://127.0.0.1:{port}", "ui": ui, "work": work, "workers": {},
                "deps": _view(work / "deps", lambda top, name: top in WORKER_DEPS)}
     env = _clean_env(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(work))
@@ -154,10 +137,10 @@ def cluster(tmp_path_factory):
                                    "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
                                   env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _wait(lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close() or True, "the master")
+        wait_for(lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close() or True, "the master")
         for name in ("w1", "w2"):
             cluster["workers"][name] = _start_worker(cluster, name)
-        _wait(lambda: _alive(cluster) >= 2, "two workers to register")
+        wait_for(lambda: _alive(cluster) >= 2, "two workers to register")
         yield cluster
     finally:
         for proc in [*cluster["workers"].values(), master]:
@@ -222,13 +205,13 @@ def test_a_run_that_lost_a_worker_and_its_driver_resumes_from_the_uri(cluster, d
     manifest = tmp_path / "run" / "spark" / "manifest.json"
     run = _explore(driver, cluster, tmp_path, *args, background=True)
     try:
-        _wait(lambda: json.loads(manifest.read_text())["levels"] >= 4, "level 4", seconds=600)
+        wait_for(lambda: json.loads(manifest.read_text())["levels"] >= 4, "level 4", seconds=600)
     finally:
         _stop(cluster["workers"]["w2"])  # a worker and its executors, mid-level
         _stop(run)  # and the driver with its JVM
     levels = json.loads(manifest.read_text())["levels"]
     try:
-        _wait(lambda: _alive(cluster) == 1, "the master to drop the lost worker")
+        wait_for(lambda: _alive(cluster) == 1, "the master to drop the lost worker")
         r = _explore(driver, cluster, tmp_path, *args)
         assert r.returncode in (0, 1), r.stderr[-3000:]
         summary = json.loads(r.stdout)
@@ -238,7 +221,7 @@ def test_a_run_that_lost_a_worker_and_its_driver_resumes_from_the_uri(cluster, d
         assert len(stats) == summary["depth"] + 2
     finally:
         cluster["workers"]["w2"] = _start_worker(cluster, "w2")
-        _wait(lambda: _alive(cluster) >= 2, "the worker to register again")
+        wait_for(lambda: _alive(cluster) >= 2, "the worker to register again")
 
 
 def test_spark_submit_of_the_installed_launcher(cluster, driver, tmp_path):

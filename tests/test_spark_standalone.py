@@ -9,7 +9,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -20,35 +19,19 @@ from pulsar_verify.explorer import explore
 
 from pulsar_verify.spark_checks import submit
 
-from .helpers import ROOT
+from .helpers import ROOT, free_port, wait_for
 
 pyspark = pytest.importorskip("pyspark")
 SPARK_HOME = Path(pyspark.__file__).parent
 pytestmark = pytest.mark.xdist_group("spark-standalone")  # one cluster, its tests in one process
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(predicate, what: str, seconds: float = 120):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     work = tmp_path_factory.mktemp("spark-standalone")
-    port, ui = _free_port(), _free_port()
+    port, ui = free_port(), free_port()
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
            "SPARK_LOG_DIR": str(work), "SPARK_WORKER_DIR": str(work / "worker")}
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
@@ -58,17 +41,17 @@ def cluster(tmp_path_factory):
                               stdout=logs[0], stderr=subprocess.STDOUT)
     procs = [master]
     try:
-        _wait(lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close() or True, "the master")
+        wait_for(lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close() or True, "the master")
         worker = subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
                                    "--host", "127.0.0.1", "--cores", "2", "--memory", "2g",
-                                   "--webui-port", str(_free_port()), "--work-dir", str(work / "worker")],
+                                   "--webui-port", str(free_port()), "--work-dir", str(work / "worker")],
                                   env=env, stdout=logs[1], stderr=subprocess.STDOUT)
         procs.append(worker)
 
         def alive_workers():
             with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as page:
                 return json.load(page).get("aliveworkers", 0) >= 1
-        _wait(alive_workers, "the worker to register")
+        wait_for(alive_workers, "the worker to register")
         # Each Python worker process logs the hash seed it runs with; the wrapper gives each its own.
         seeds = work / "seeds.log"
         wrapper = work / "python-random-hash-seed"
