@@ -206,7 +206,8 @@ def _local_dir(text: str) -> Path:
 
 
 def _ship_option(parser) -> None:
-    parser.add_argument("--ship", choices=("auto", "env", "code", "none"), default="auto",
+    from .spark_checks.ship import ROUTES
+    parser.add_argument("--ship", choices=ROUTES, default="auto",
                         help="engine spark: what goes with the job to the executors (spark_checks/ship.py): env, "
                              "pulsar-verify and its executor dependencies (the default on a cluster master: workers "
                              "need only Python and Spark); code, pulsar-verify only (workers' Python has attrs, "
