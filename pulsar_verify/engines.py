@@ -36,8 +36,10 @@ def start_spark(master: str, conf: dict | None = None, start_timeout: float | No
     (``spark_checks/ship.py``); the archives are made before the session starts, so a failure costs no
     cluster time."""
     from .spark_checks import ship as shipping
-    from .spark_checks.session import FIRST_JOB_SECONDS, spark_session
+    from .spark_checks.session import FIRST_JOB_SECONDS, check_reachable, spark_session
     submitted = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))  # spark-submit's session: its master decides
+    if not submitted:
+        check_reachable(master)  # before the archives are built: a wrong URL is a one-line error at once
     archives = [] if submitted else shipping.archives(shipping.route_for(ship, master), models)
     spark = spark_session(master, conf_pairs=conf, first_job_seconds=start_timeout or FIRST_JOB_SECONDS,
                           worker_python=shipping.worker_python() if archives else None)

@@ -21,6 +21,7 @@ Routes (``--ship``; the README's "Spark on a cluster" shows both in use):
 from __future__ import annotations
 
 import atexit
+import fcntl
 import hashlib
 import json
 import os
@@ -103,19 +104,30 @@ def _editable_project(dist: Distribution) -> Path | None:
     return None
 
 
+def build_wheel(project: Path, into: Path) -> Path:
+    """``pip wheel`` of a source directory into ``into``, one build at a time on this machine (setuptools
+    builds in the project's own ``build/``); a failure raises RuntimeError with pip's last line."""
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with open(cache_dir() / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(into), str(project)],
+                               capture_output=True, text=True)
+    if built.returncode != 0:
+        raise RuntimeError((built.stderr.strip().splitlines() or ["pip wheel failed"])[-1])
+    return max(into.glob("*.whl"), key=lambda w: w.stat().st_mtime)
+
+
 def _files(dist: Distribution, scratch: Path):
     """(name in the archive, file) for every installed file of ``dist`` that an import reads; an
     editable install's files come from its wheel, built from its source directory."""
     project = _editable_project(dist)
     if project is not None:
         wheels = Path(tempfile.mkdtemp(dir=scratch))
-        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
-                                str(project)], capture_output=True, text=True)
-        if built.returncode != 0:
-            last = (built.stderr.strip().splitlines() or ["pip wheel failed"])[-1]
+        try:
+            wheel = build_wheel(project, wheels)
+        except RuntimeError as exc:
             raise UsageError(f"cannot build the wheel of {dist.metadata['Name']} (an editable install at "
-                             f"{project}) to ship it: {last}")
-        wheel, = wheels.glob("*.whl")
+                             f"{project}) to ship it: {exc}") from None
         unpacked = wheels / "unpacked"
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(unpacked)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tomllib
 import venv
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pulsar_verify.findings import FINDINGS_DIR
+from pulsar_verify.spark_checks.ship import build_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("pulsar_verify", "models", "invariants", "properties", "spark_checks", "findings")
@@ -47,8 +47,7 @@ def installed(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("wheel")
     wheels, env_dir = base / "wheels", base / "venv"
     for project in (ROOT, ROOT / "examples" / "toy-lock"):
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(project)],
-                       check=True, capture_output=True, cwd=base)
+        build_wheel(project, wheels)
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", *map(str, sorted(wheels.glob("*.whl")))],

@@ -31,6 +31,7 @@ import pytest
 
 from pulsar_verify import registry
 from pulsar_verify.explorer import explore
+from pulsar_verify.spark_checks.ship import build_wheel
 
 from .helpers import ROOT, free_port, wait_for
 
@@ -76,8 +77,7 @@ def driver(tmp_path_factory) -> Path:
     """The ``pulsar-verify`` command of a venv with the project's wheel installed (no checkout on its
     path) and the third-party packages of this venv."""
     base = tmp_path_factory.mktemp("driver")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(base / "wheels"), str(ROOT)],
-                   check=True, capture_output=True, cwd=base)
+    build_wheel(ROOT, base / "wheels")
     view = _view(base / "deps", lambda top, name: not top.startswith(("pulsar_verify", "__editable__", "_pytest",
                                                                         "pytest", "xdist")))
     python = _environment(base / "venv", view)
