@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from pulsar_verify.model import UsageError
-from pulsar_verify.outdir import SCHEME, is_uri
+from pulsar_verify.outdir import SCHEME
 
 ALIASES = {"s3a": "s3", "s3n": "s3"}  # Hadoop's names for the S3 connector; pyarrow's is s3
 
@@ -76,8 +76,7 @@ class Location:
     def parent(self) -> "Location":
         if self.parts:
             return Location(self.root, self.parts[:-1])
-        return Location(self.path.rsplit("/", 1)[0] or "/") if not is_uri(self.root) else \
-            Location(self.root.rstrip("/").rsplit("/", 1)[0])
+        return Location(self.root.rstrip("/").rsplit("/", 1)[0] or "/")
 
     # -- queries ---------------------------------------------------------------------------------
     def _type(self):
