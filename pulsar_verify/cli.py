@@ -211,7 +211,8 @@ def _ship_option(parser) -> None:
                         help="engine spark: what goes with the job to the executors (spark_checks/ship.py): env, "
                              "pulsar-verify and its executor dependencies (the default on a cluster master: workers "
                              "need only Python and Spark); code, pulsar-verify only (workers' Python has attrs, "
-                             "networkx, numpy, pyarrow, protobuf); none, nothing (workers have pulsar-verify; the default on local[N])")
+                             "networkx, numpy, pyarrow, protobuf); none, nothing (workers have pulsar-verify; the "
+                             "default on local[N])")
 
 
 def cmd_explore(args) -> int:

@@ -37,7 +37,8 @@ from pathlib import Path
 from pulsar_verify.model import UsageError
 
 ROUTES = ("auto", "env", "code", "none")
-EXECUTOR_DEPENDENCIES = ("attrs", "networkx", "numpy", "pyarrow", "protobuf")  # what executors import (tests/test_spark_ship.py)
+# What executors import beyond pulsar-verify (tests/test_spark_ship.py runs every model from the archives alone).
+EXECUTOR_DEPENDENCIES = ("attrs", "networkx", "numpy", "pyarrow", "protobuf")
 ON_THE_WORKERS = {"pyspark", "py4j"}  # the Spark installation's own
 CODE, DEPS = "pv-code", "pv-deps"  # the archives' directories in an executor's working directory
 
