@@ -68,10 +68,9 @@ def one(case: str, engine: str, liveness: bool = True, values: dict | None = Non
             sizes = footprint(Path(out) / "spark", result)
         small = [s["seconds"] for s in result.level_stats if s["new"] < 100]
         overhead = statistics.median(small) if small else None
-        seconds = time.perf_counter() - started
-        cores = spark.sparkContext.defaultParallelism
-        sizes["states_per_s_per_core"] = round(result.distinct_states / seconds / cores, 1)
     seconds = time.perf_counter() - started
+    if sizes is not None:
+        sizes["states_per_s_per_core"] = round(result.distinct_states / seconds / spark.sparkContext.defaultParallelism, 1)
     return {"case": case, "engine": engine, "states": result.distinct_states, "transitions": result.transitions,
             "depth": result.depth, "seconds": round(seconds, 2), "rate": round(result.distinct_states / seconds, 1),
             "level_overhead": overhead, "levels": len(result.level_sizes), "footprint": sizes}

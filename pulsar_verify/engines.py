@@ -37,14 +37,15 @@ def start_spark(master: str, conf: dict | None = None, start_timeout: float | No
     cluster time."""
     from .spark_checks import ship as shipping
     from .spark_checks.session import FIRST_JOB_SECONDS, check_reachable, spark_session
-    submitted = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))  # spark-submit's session: its master decides
-    if not submitted:
-        check_reachable(master)  # before the archives are built: a wrong URL is a one-line error at once
-    archives = [] if submitted else shipping.archives(shipping.route_for(ship, master), models)
-    spark = spark_session(master, conf_pairs=conf, first_job_seconds=start_timeout or FIRST_JOB_SECONDS,
-                          worker_python=shipping.worker_python() if archives else None)
-    if submitted:
+    wait = start_timeout or FIRST_JOB_SECONDS
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):  # spark-submit's session: its master and its Python decide
+        spark = spark_session(master, conf_pairs=conf, first_job_seconds=wait)
         archives = shipping.archives(shipping.route_for(ship, spark.sparkContext.master), models)
+    else:
+        check_reachable(master)  # before the archives are built: a wrong URL is a one-line error at once
+        archives = shipping.archives(shipping.route_for(ship, master), models)
+        spark = spark_session(master, conf_pairs=conf, first_job_seconds=wait,
+                              worker_python=shipping.worker_python() if archives else None)
     shipping.ship(spark.sparkContext, archives)
     return spark
 

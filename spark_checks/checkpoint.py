@@ -183,16 +183,16 @@ class Checkpoint:
             if not where.is_dir():
                 raise UsageError(f"corrupted checkpoint {self.root}: level {level} is missing")
             try:
-                rows = 0
+                count = 0
                 for q in range(parts):
                     links = self.links(where, q)
                     with links.fs.open_input_file(links.path) as f:
-                        rows += pq.read_metadata(f).num_rows
+                        count += pq.read_metadata(f).num_rows
             except Exception as exc:  # a missing or damaged file: OSError or an ArrowException
                 raise UsageError(f"corrupted checkpoint: cannot read level {level} at {where}: "
                                  f"{str(exc).strip().splitlines()[0][:200]}") from None
-            if rows != size:
-                raise UsageError(f"corrupted checkpoint: level {level} at {where} holds {rows:,} states, "
+            if count != size:
+                raise UsageError(f"corrupted checkpoint: level {level} at {where} holds {count:,} states, "
                                  f"its manifest records {size:,}")
         last = self.level_dir(manifest["levels"])
         try:
@@ -215,8 +215,8 @@ class Checkpoint:
         self.root.mkdir()
 
     def discard_uncommitted(self, last: int) -> None:
-        """Remove what a killed run left beyond the last committed level (files of a level it
-        was writing, task summaries, temporary files), and visited sets older than it."""
+        """Remove what a killed run left beyond the last committed level (the files of a level it
+        was writing, task summaries), and visited sets older than it."""
         for where in self.root.glob("prime-*"):
             where.rmtree()
         for where in self.root.glob("level-*"):

@@ -62,12 +62,6 @@ class Location:
     def __repr__(self) -> str:
         return f"Location({str(self)!r})"
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Location) and (self.fs.type_name, self.path) == (other.fs.type_name, other.path)
-
-    def __hash__(self) -> int:
-        return hash(self.path)
-
     @property
     def name(self) -> str:
         return self.path.rstrip("/").rsplit("/", 1)[-1]
