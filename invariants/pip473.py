@@ -106,6 +106,18 @@ def no_write_after_end(m, s, a, t):
     return h is not None and h.state == OPEN
 
 
+@PROPERTIES.invariant("entries-are-sends",
+                      "A consumer sees no transactional entry its producer did not send: no txn has more entries "
+                      "in the segments' logs than sends its producer made (pipelined sends included)",
+                      "Flows / Publish (transactional): one asyncAddEntry per send(txnId, payload)")
+def entries_are_sends(m, s):
+    entries: dict[int, int] = {}
+    for log in s.logs:
+        for txn in log:
+            entries[txn] = entries.get(txn, 0) + 1
+    return all(entries.get(t, 0) <= c.sends for t, c in enumerate(s.clients, start=1))
+
+
 # The steps a segment's broker serves or takes: a request to the segment, its own work, a watch event
 # it handles. Not restart (the way back up), not seal (the controller's metadata change, PIP-468), not
 # subscribe (a late subscription's cursor, made in the store, names no segment).

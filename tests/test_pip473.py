@@ -27,6 +27,7 @@ BROKEN = {
     "end-txn-completes": ("mutant:end-needs-append", "sealed"),
     "committed-entries-delivered": ("mutant:pin-committed", "default"),
     "crashed-broker-serves-nothing": ("mutant:trim-while-down", "acks"),
+    "entries-are-sends": ("mutant:double-append", "default"),
     "committed-never-filtered": ("as-written", "default"),
     "dispatch-decisions-agree": ("as-written", "faults"),
     "committed-acks-not-lost": ("as-written", "acks"),

@@ -27,17 +27,17 @@ def actions(m, s: State):
             for seg in range(cfg.segments):
                 if s.up[seg]:
                     yield act("send" if _check_state(s, seg, t) == OPEN else "send_conflict", txn=t, seg=seg)
-    for p in s.publishes:
+    for p in dict.fromkeys(s.publishes):  # two sends not yet appended are alike: one action
         if not s.up[p.seg]:
             continue
         if p.stage == "append":
-            yield act("pub_terminated" if s.sealed[p.seg] else "pub_append", txn=p.txn, seg=p.seg)
+            yield act("pub_terminated" if s.sealed[p.seg] else "pub_append", txn=p.txn, seg=p.seg, pos=p.pos)
         elif p.stage == "put":
-            yield act("pub_put", txn=p.txn, seg=p.seg)
+            yield act("pub_put", txn=p.txn, seg=p.seg, pos=p.pos)
         elif "recheck-before-ack" in m.fixes and _store_state(s, p.txn) != OPEN:
-            yield act("pub_late", txn=p.txn, seg=p.seg)
+            yield act("pub_late", txn=p.txn, seg=p.seg, pos=p.pos)
         else:
-            yield act("pub_ack", txn=p.txn, seg=p.seg)
+            yield act("pub_ack", txn=p.txn, seg=p.seg, pos=p.pos)
     for seg, b in enumerate(s.buffers):
         if not s.up[seg]:
             continue
@@ -71,8 +71,12 @@ def _check_state(s: State, seg: int, txn: int) -> str | None:
     return cached if cached is not None else _store_state(s, txn)
 
 
-def _publish(s: State, txn: int, seg: int) -> Publish:
-    return next(p for p in s.publishes if p.txn == txn and p.seg == seg)
+def _publish(s: State, a) -> Publish:
+    """The send an action names. A producer pipelines its sends, so one txn can have several in flight
+    to one segment: appended, each is told apart by its position; not yet appended, they are alike
+    (the managed ledger appends them in the order sent)."""
+    txn, seg, pos = a.param("txn"), a.param("seg"), a.param("pos")
+    return next(p for p in s.publishes if p.txn == txn and p.seg == seg and p.pos == pos)
 
 
 def _replace(s: State, old: Publish, new: Publish | None) -> tuple:
@@ -110,33 +114,35 @@ def send_conflict(m, s, a):
 
 
 def pub_append(m, s, a):
-    p = _publish(s, a.param("txn"), a.param("seg"))
+    p = _publish(s, a)
     log = s.logs[p.seg]
+    if m.config.variant == "mutant:double-append":
+        log += (p.txn,)
     return replace(s, logs=put(s.logs, p.seg, log + (p.txn,)),
                         publishes=_replace(s, p, replace(p, stage="put", pos=len(log))))
 
 
 def pub_terminated(m, s, a):
     """The segment was sealed: TopicTerminated; the client re-routes the send (its slot is free again)."""
-    p = _publish(s, a.param("txn"), a.param("seg"))
+    p = _publish(s, a)
     c = s.clients[p.txn - 1]
     return replace(s, publishes=_replace(s, p, None), clients=_client(s, p.txn, sends=c.sends - 1))
 
 
 def pub_put(m, s, a):
-    p = _publish(s, a.param("txn"), a.param("seg"))
+    p = _publish(s, a)
     s = store.put_op(s, p.txn, Op(WRITE, p.seg, -1, p.pos))
     return replace(s, publishes=_replace(s, p, replace(p, stage="ack")))
 
 
 def pub_ack(m, s, a):
-    p = _publish(s, a.param("txn"), a.param("seg"))
+    p = _publish(s, a)
     return replace(s, publishes=_replace(s, p, None))
 
 
 def pub_late(m, s, a):
     """Fix ``recheck-before-ack``: the header left OPEN meanwhile: TxnConflict, not a send-ack."""
-    p = _publish(s, a.param("txn"), a.param("seg"))
+    p = _publish(s, a)
     return replace(s, publishes=_replace(s, p, None), clients=_client(s, p.txn, failed=True))
 
 

@@ -41,6 +41,8 @@ MUTANTS = {
     "mutant:end-needs-append": "v4-style: end-txn waits for a marker appended to every written segment "
                                "(checks end-txn-completes)",
     "mutant:pin-committed": "maxReadPosition stays pinned by committed txns too (checks committed-entries-delivered)",
+    "mutant:double-append": "the broker's asyncAddEntry of a send is retried after a timeout the first attempt "
+                            "survived, with no de-duplication: the entry is written twice (checks entries-are-sends)",
     "mutant:trim-while-down": "retention trims a segment whose broker is down (checks crashed-broker-serves-nothing)",
 }
 
@@ -73,6 +75,7 @@ class Pip473(ComposedModel):
         "faults": {"crashes": 1, "tc_crashes": 1},
         "late-sub": {"late_subs": 1},
         "sealed": {"seals": 1, "nontxn": 1},
+        "pipelined": {"writes": 2, "timeouts": False},
         "two-segments": {"segments": 2, "writes": 2, "seals": 1, "gc": False, "trim": False, "timeouts": False},
         "two-txns": {"txns": 2, "acks": 1, "nontxn": 1},
     }
