@@ -11,3 +11,12 @@ def registry() -> list:
             *pip468_steps.OBLIGATIONS, *pip468_layout_steps.OBLIGATIONS, *pip373_flag.OBLIGATIONS,
             *pip373_steps.OBLIGATIONS, *pip477_registry.OBLIGATIONS, *pip477_schema.OBLIGATIONS,
             *pip477_cursor.OBLIGATIONS, *pip477_steps.OBLIGATIONS, *v4txn_steps.OBLIGATIONS]
+
+
+def step_encodings() -> list:
+    """Every step-for-step encoding (a ``StepEncoding``), each of one model's actions and state."""
+    from . import pip373_steps, pip468_layout_steps, pip468_steps, pip473_steps, pip477_steps, v4txn_steps
+    from .obligations import StepEncoding
+    modules = (pip473_steps, pip468_steps, pip468_layout_steps, pip477_steps, pip373_steps, v4txn_steps)
+    return [c for m in modules for c in vars(m).values()
+            if isinstance(c, type) and issubclass(c, StepEncoding) and c.__module__ == m.__name__ and c.model]

@@ -59,6 +59,8 @@ class Pip373Steps(Steps):
         return z3.Or(junk, z3.And(v["value"] == TRUE, self.trusted(v), v["flag"] == 0))
 
     def loads(self, v, unloaded) -> dict:
+        if self.variant == "mutant:no-reload-after-crash":
+            unloaded = z3.And(unloaded, v["crashes"] == 0)
         value = v["value"]
         confirm = z3.Or(value == ABSENT, z3.And(z3.Or(value == TRUE, value == FALSE), z3.Not(self.trusted(v))))
         skip = z3.And(z3.Not(confirm), value == FALSE, self.variant != "mutant:always-rebuild")

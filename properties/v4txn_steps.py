@@ -152,10 +152,11 @@ class Steps(StepEncoding):
                                           z3.Or(v[f"rpc{t}"] == 0, v[f"rpc{t}"] == ANSWERED)),
                                    {f"tc{t}": final, f"rpc{t}": 0, f"phase{t}": DONE, f"outcome{t}": final})
             ongoing = v[f"ongoing{t}"]
-            out[f"append({t})"] = (z3.And(pub, v["ready"], z3.Not(v["sealed"]), self.may_append(v), _room(v, self)), {
+            rejected = z3.And(v["sealed"], self.variant != "mutant:append-to-sealed")
+            out[f"append({t})"] = (z3.And(pub, v["ready"], z3.Not(rejected), self.may_append(v), _room(v, self)), {
                 **_append(v, self, D, t), f"ongoing{t}": z3.If(ongoing != -1, ongoing, v["n"]), f"pub{t}": False,
                 **self.on_append(v)})
-            out[f"append_rejected({t})"] = (z3.And(pub, v["ready"], v["sealed"]), {f"pub{t}": False,
+            out[f"append_rejected({t})"] = (z3.And(pub, v["ready"], rejected), {f"pub{t}": False,
                                                                                    f"failed{t}": True})
             commit = decided == COMMITTED if self.variant != "mutant:commit-marks-aborted" else z3.BoolVal(False)
             marker = z3.If(commit, C, A)

@@ -124,6 +124,10 @@ def parser() -> argparse.ArgumentParser:
     pv = sub.add_parser("prove", help="Z3 proof obligations: proved, violated (with the counterexample) or unknown")
     pv.add_argument("model", nargs="?", help="one model (default: every model with obligations)")
     pv.add_argument("--variant", help="only the obligations about this variant (default: all)")
+    pv.add_argument("--agreement", action="store_true",
+                    help="instead: check each step-for-step encoding against its model on every state the model "
+                         "reaches, at each in-process bound set the encoding covers (or --variant, --bounds)")
+    pv.add_argument("--bounds", help="with --agreement: only this bound set")
     pv.add_argument("--json", action="store_true")
 
     rv = sub.add_parser("review", help="the design-review evidence run over every model")
@@ -316,6 +320,10 @@ def cmd_replay(args) -> int:
 
 
 def cmd_prove(args) -> int:
+    if args.agreement:
+        return _agreement(args)
+    if args.bounds:
+        raise UsageError("--bounds is for --agreement")
     from pulsar_verify.properties import registry as obligations
     from pulsar_verify.properties.obligations import PROVED
     chosen = obligations()
@@ -391,6 +399,47 @@ def cmd_mutation(args) -> int:
     for line in low:
         print(f"below floor: {line}", file=sys.stderr)
     return 1 if low else 0
+
+
+def _agreement(args) -> int:
+    """``prove --agreement``: a line per encoding, variant and bound set; exit 1 on a disagreement."""
+    from pulsar_verify.properties import agreement, step_encodings
+    encodings = step_encodings()
+    if args.model:
+        name = registry.model_class(args.model).name
+        encodings = [e for e in encodings if e.model == name]
+        if not encodings:
+            raise UsageError(f"no step-for-step encoding of {name}")
+    rows = []
+    for enc in encodings:
+        cls, where = registry.model_class(enc.model), enc.__module__.rpartition(".")[2]
+        if args.variant and args.variant not in cls.variant_names():
+            raise UsageError(f"unknown variant {args.variant!r} of model {cls.name}")
+        if args.bounds and args.bounds not in cls.presets:
+            raise UsageError(f"unknown bounds {args.bounds!r} of model {cls.name}")
+        covered, not_covered = agreement.cases(enc)
+        for preset, why in not_covered.items():
+            if not args.bounds or preset == args.bounds:
+                rows.append({"encoding": where, "model": enc.model, "bounds": preset, "covered": False,
+                             "reason": why})
+                if not args.json:
+                    print(f"{'-':<9} {where:<20} {preset:<22} not covered: {why}", flush=True)
+        for variant, preset in covered:
+            if (args.variant and variant != args.variant) or (args.bounds and preset != args.bounds):
+                continue
+            started = time.perf_counter()
+            r = agreement.check(enc, variant, preset)
+            rows.append({"encoding": where, "model": enc.model, "variant": variant, "bounds": preset,
+                         "covered": True, "states": r.states, "steps": r.steps, "disagreements": r.disagreements,
+                         "first": list(r.problems), "seconds": round(time.perf_counter() - started, 2)})
+            if not args.json:
+                print(f"{'AGREES' if not r.disagreements else 'DIFFERS':<9} {where:<20} {preset:<22} "
+                      f"{variant:<34} {r.states:>8,} states {r.steps:>9,} steps  {rows[-1]['seconds']:7.2f}s", flush=True)
+                for problem in r.problems:
+                    print(f"          {problem}", flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    return 1 if any(r.get("disagreements") for r in rows) else 0
 
 
 COMMANDS = {"list": cmd_list, "explore": cmd_explore, "swarm": cmd_swarm, "replay": cmd_replay, "prove": cmd_prove,

@@ -1,0 +1,229 @@
+"""Agreement of a step-for-step encoding with its Python model on every reachable state.
+
+Each formula of an encoding (an action's guard and changes, a safety property's ``breaks``, a
+leads-to's ``stuck``) is compiled once into a Python function of its variables' values
+(``compiled``), so a state's successors under the encoding are computed rather than searched for.
+For every state the model reaches at a bound set (expanded as the explorer expands them: a state
+that breaks an invariant is not), the encoding must
+- enable exactly the actions the model takes there (by the encoding's label of each);
+- reach each successor the model reaches, on every variable the encoding keeps (``concrete``
+  states which those are: the encoding is the model projected onto them);
+- agree with the model on each safety property over each of those steps, and on each leads-to's
+  trigger in the state.
+A disagreement names the state (its depth and the model's rendering), the action and the variable.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Callable
+
+import attrs
+import z3
+
+from pulsar_verify import registry
+
+Env = dict  # a variable's name (as Z3 knows it) -> its value, a Python int or bool
+
+_NARY = {z3.Z3_OP_AND: all, z3.Z3_OP_OR: any}
+_BINARY = {z3.Z3_OP_LE: operator.le, z3.Z3_OP_LT: operator.lt, z3.Z3_OP_GE: operator.ge, z3.Z3_OP_GT: operator.gt,
+           z3.Z3_OP_SUB: operator.sub, z3.Z3_OP_MOD: operator.mod, z3.Z3_OP_IDIV: operator.floordiv,
+           z3.Z3_OP_IMPLIES: lambda a, b: (not a) or b, z3.Z3_OP_EQ: operator.eq}
+
+
+def compiled(e, cache: dict) -> Callable[[Env], object]:
+    """``e`` (a Z3 term over named Int and Bool constants, or a Python int or bool) as a function of
+    an environment; ``cache`` shares the functions of common subterms."""
+    if not z3.is_expr(e):
+        return lambda env: e
+    key = e.get_id()  # unique while the term lives, so the cache holds the term too
+    if key not in cache:
+        cache[key] = (e, _compile(e, cache))
+    return cache[key][1]
+
+
+def _compile(e, cache: dict) -> Callable[[Env], object]:
+    if z3.is_int_value(e):
+        n = e.as_long()
+        return lambda env: n
+    if z3.is_true(e) or z3.is_false(e):
+        b = z3.is_true(e)
+        return lambda env: b
+    kind = e.decl().kind()
+    if kind == z3.Z3_OP_UNINTERPRETED and e.num_args() == 0:
+        name = e.decl().name()
+        return lambda env: env[name]
+    args = [compiled(a, cache) for a in e.children()]
+    if kind in _NARY:
+        fold = _NARY[kind]
+        return lambda env: fold(a(env) for a in args)
+    if kind == z3.Z3_OP_NOT:
+        return lambda env: not args[0](env)
+    if kind == z3.Z3_OP_ITE:
+        c, a, b = args
+        return lambda env: a(env) if c(env) else b(env)
+    if kind == z3.Z3_OP_DISTINCT:
+        return lambda env: len({a(env) for a in args}) == len(args)
+    if kind == z3.Z3_OP_ADD:
+        return lambda env: sum(a(env) for a in args)
+    if kind == z3.Z3_OP_UMINUS:
+        return lambda env: -args[0](env)
+    if kind == z3.Z3_OP_MUL:
+        def product(env):
+            out = 1
+            for a in args:
+                out *= a(env)
+            return out
+        return product
+    if kind in _BINARY and len(args) == 2:
+        op, (a, b) = _BINARY[kind], args
+        return lambda env: op(a(env), b(env))
+    raise NotImplementedError(f"agreement: no evaluation of {e.decl()} (in {e})")
+
+
+def values(formula) -> Env:
+    """The environment a conjunction of ``var == value`` (and ``var``, ``Not(var)``) fixes: an
+    encoding's ``concrete`` state."""
+    out = {}
+    for c in formula.children() if z3.is_and(formula) else [formula]:
+        if z3.is_eq(c) and _is_var(c.arg(0)):
+            var, value = c.children()
+            if not (z3.is_int_value(value) or z3.is_true(value) or z3.is_false(value)):
+                value = z3.simplify(value)
+            out[var.decl().name()] = z3.is_true(value) if z3.is_bool(value) else value.as_long()
+        elif z3.is_not(c) and _is_var(c.arg(0)):
+            out[c.arg(0).decl().name()] = False
+        elif _is_var(c):
+            out[c.decl().name()] = True
+        else:
+            raise ValueError(f"agreement: a concrete state fixes each variable to a value, not {c}")
+    return out
+
+
+def _is_var(e) -> bool:
+    return z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED
+
+
+@attrs.frozen
+class Agreement:
+    model: str
+    variant: str
+    preset: str
+    states: int  # states compared
+    steps: int  # the model's transitions compared
+    problems: tuple  # the first disagreements found, each naming its state, action and variable
+    disagreements: int  # how many in all
+
+
+class Compiled:
+    """An encoding's formulas, compiled once."""
+
+    def __init__(self, enc):
+        self.enc = enc
+        self.v, self.w = enc.vars(""), enc.vars("'")
+        self.cache: dict = {}
+        self.names = {k: (self.v[k].decl().name(), self.w[k].decl().name()) for k in self.v.vars}
+        self.primed = dict(self.names.values())  # a variable's name in ``v`` -> its name in ``w``
+        self.actions = {label: (compiled(guard, self.cache), {k: compiled(x, self.cache) for k, x in changes.items()})
+                        for label, (guard, changes) in enc.actions(self.v).items()}
+        self._breaks: dict = {}
+        self.stuck = {p: compiled(enc.stuck(p, self.v), self.cache) for p in enc.liveness}
+
+    def successors(self, env: Env) -> dict:
+        """Label -> the successor's environment (named as ``w``'s variables), for each enabled action."""
+        out = {}
+        for label, (guard, changes) in self.actions.items():
+            if guard(env):
+                out[label] = {self.names[k][1]: (changes[k](env) if k in changes else env[self.names[k][0]])
+                              for k in self.names}
+        return out
+
+    def breaks(self, prop: str, label: str) -> Callable[[Env], object]:
+        if (prop, label) not in self._breaks:
+            self._breaks[prop, label] = compiled(self.enc.breaks(prop, self.v, label, self.w), self.cache)
+        return self._breaks[prop, label]
+
+
+def reachable(model) -> list:
+    """(depth, state) of every state the model reaches, breadth first; a state that breaks an
+    invariant is kept but not expanded, as the explorer does."""
+    seen = set(model.init_states())
+    out, frontier, depth = [], list(seen), 0
+    while frontier:
+        nxt = []
+        for s in frontier:
+            out.append((depth, s))
+            if all(p.check(model, s) for p in model.invariants):
+                for _, t in model.successors(s):
+                    if t not in seen:
+                        seen.add(t)
+                        nxt.append(t)
+        frontier, depth = nxt, depth + 1
+    return out
+
+
+def check(encoding_class, variant: str, preset: str, show: int = 5) -> Agreement:
+    """The encoding of ``variant`` at ``preset`` against the model on every state it reaches there."""
+    model = registry.build(encoding_class.model, variant, preset=preset)
+    enc = encoding_class(model.config)
+    f = Compiled(enc)
+    props = {p.id: p for p in model.props}
+    problems, count, steps = [], 0, 0
+
+    def say(depth, s, what):
+        nonlocal count
+        count += 1
+        if len(problems) < show:
+            problems.append(f"{what}; in the state at depth {depth}: {s}")
+
+    envs: dict = {}
+
+    def env_of(s) -> Env:  # a state's values, read once from ``concrete`` (building Z3 terms is slow)
+        if s not in envs:
+            envs[s] = values(enc.concrete(f.v, s))
+        return envs[s]
+
+    states = reachable(model)
+    for depth, s in states:
+        env = env_of(s)
+        ours = f.successors(env)
+        theirs = [(a, t) for a, t in model.successors(s)]
+        steps += len(theirs)
+        for label in sorted(set(ours) - {enc.label(a) for a, _ in theirs}):
+            say(depth, s, f"{label} is enabled in the encoding only")
+        for name in enc.liveness:
+            trigger = props[name].trigger
+            expected = trigger is None or bool(trigger(model, s))
+            if bool(f.stuck[name](env)) != expected:
+                say(depth, s, f"the trigger of {name} is {expected} in the model, not in the encoding")
+        for a, t in theirs:
+            label = enc.label(a)
+            post = {f.primed[k]: x for k, x in env_of(t).items()}
+            if label not in ours:
+                say(depth, s, f"{a}: {label} is not enabled in the encoding")
+                continue
+            for var in sorted(k for k in post if post[k] != ours[label].get(k)):
+                say(depth, s, f"{a}: {var.rstrip(chr(39))} is {post[var]} in the model, {ours[label].get(var)} "
+                              f"in the encoding")
+            both = {**env, **post}
+            for name in enc.properties:
+                p = props[name]
+                fails = not (p.check(model, t) if p.kind == "invariant" else p.check(model, s, a, t))
+                if bool(f.breaks(name, label)(both)) != fails:
+                    say(depth, s, f"{a}: {name} {'fails' if fails else 'holds'} in the model, not in the encoding")
+    return Agreement(encoding_class.model, variant, preset, len(states), steps, tuple(problems), count)
+
+
+def cases(encoding_class) -> tuple[list, dict]:
+    """The model's (variant, in-process bound set) pairs the encoding covers, and each bound set it
+    does not cover with the encoding's reason."""
+    cls = registry.model_class(encoding_class.model)
+    covered, not_covered = [], {}
+    for preset in cls.in_process_presets():
+        for variant in cls.variant_names():
+            try:
+                encoding_class.at(variant, preset)
+            except ValueError as exc:
+                not_covered[preset] = str(exc)
+                break
+            covered.append((variant, preset))
+    return covered, not_covered
