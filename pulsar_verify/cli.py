@@ -418,12 +418,12 @@ def _agreement(args) -> int:
         if args.bounds and args.bounds not in cls.presets:
             raise UsageError(f"unknown bounds {args.bounds!r} of model {cls.name}")
         covered, not_covered = agreement.cases(enc)
-        for preset, why in not_covered.items():
-            if not args.bounds or preset == args.bounds:
-                rows.append({"encoding": where, "model": enc.model, "bounds": preset, "covered": False,
-                             "reason": why})
+        for (variant, preset), why in not_covered.items():
+            if (not args.bounds or preset == args.bounds) and (not args.variant or variant == args.variant):
+                rows.append({"encoding": where, "model": enc.model, "variant": variant, "bounds": preset,
+                             "covered": False, "reason": why})
                 if not args.json:
-                    print(f"{'-':<9} {where:<20} {preset:<22} not covered: {why}", flush=True)
+                    print(f"{'-':<9} {where:<20} {preset:<22} {variant:<34} not covered: {why}", flush=True)
         for variant, preset in covered:
             if (args.variant and variant != args.variant) or (args.bounds and preset != args.bounds):
                 continue
