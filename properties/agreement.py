@@ -204,7 +204,7 @@ def check(encoding_class, variant: str, preset: str, show: int = 5) -> Agreement
     for depth, s in states:
         env = env_of(s)
         ours = f.successors(env)
-        theirs = [(a, t) for a, t in model.successors(s)]
+        theirs = list(model.successors(s))
         steps += len(theirs)
         for label in sorted(set(ours) - {enc.label(a) for a, _ in theirs}):
             say(depth, s, f"{label} is enabled in the encoding only")

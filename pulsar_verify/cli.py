@@ -410,23 +410,26 @@ def _agreement(args) -> int:
         encodings = [e for e in encodings if e.model == name]
         if not encodings:
             raise UsageError(f"no step-for-step encoding of {name}")
+    for option, value, known in (("variant", args.variant, lambda cls: cls.variant_names()),
+                                 ("bounds", args.bounds, lambda cls: cls.presets)):
+        if value:  # checked before any work: the encodings of the models that have it, or a usage error
+            encodings = [e for e in encodings if value in known(registry.model_class(e.model))]
+            if not encodings:
+                raise UsageError(f"unknown {option} {value!r} of {args.model or 'any model with an encoding'}")
+
+    def wanted(variant: str, preset: str) -> bool:
+        return (not args.variant or variant == args.variant) and (not args.bounds or preset == args.bounds)
     rows = []
     for enc in encodings:
-        cls, where = registry.model_class(enc.model), enc.__module__.rpartition(".")[2]
-        if args.variant and args.variant not in cls.variant_names():
-            raise UsageError(f"unknown variant {args.variant!r} of model {cls.name}")
-        if args.bounds and args.bounds not in cls.presets:
-            raise UsageError(f"unknown bounds {args.bounds!r} of model {cls.name}")
+        where = enc.__module__.rpartition(".")[2]
         covered, not_covered = agreement.cases(enc)
         for (variant, preset), why in not_covered.items():
-            if (not args.bounds or preset == args.bounds) and (not args.variant or variant == args.variant):
+            if wanted(variant, preset):
                 rows.append({"encoding": where, "model": enc.model, "variant": variant, "bounds": preset,
                              "covered": False, "reason": why})
                 if not args.json:
                     print(f"{'-':<9} {where:<20} {preset:<22} {variant:<34} not covered: {why}", flush=True)
-        for variant, preset in covered:
-            if (args.variant and variant != args.variant) or (args.bounds and preset != args.bounds):
-                continue
+        for variant, preset in filter(lambda case: wanted(*case), covered):
             started = time.perf_counter()
             r = agreement.check(enc, variant, preset)
             rows.append({"encoding": where, "model": enc.model, "variant": variant, "bounds": preset,
