@@ -66,7 +66,7 @@ class FrozenMap(tuple):
 _replacers: dict = {}
 
 
-def replace(obj, **changes):
+def _replace(obj, changes: dict):
     """``attrs.evolve`` for the hot path: a generated per-class function that calls the
     constructor positionally (several times faster than ``evolve``)."""
     cls = type(obj)
@@ -84,6 +84,31 @@ def replace(obj, **changes):
         if not hasattr(obj, key):
             raise TypeError(f"{cls.__name__} has no field {key!r}")
     return fn(obj, changes)
+
+
+def slots_of(cls: type) -> tuple | None:
+    """The member descriptors of ``cls``'s fields when copying its slots builds what its constructor
+    would: a slotted attrs class whose ``__init__`` only stores its arguments (no converter,
+    validator, default factory run, pre/post-init hook or cached hash). Else None."""
+    if not attrs.has(cls) or "__slots__" not in cls.__dict__ or hasattr(cls, "__attrs_pre_init__") \
+            or hasattr(cls, "__attrs_post_init__") or "__attrs_cached_hash" in getattr(cls, "__slots__", ()):
+        return None
+    fields = attrs.fields(cls)
+    if any(not f.init or f.converter is not None or f.validator is not None for f in fields):
+        return None
+    return tuple(getattr(cls, f.name) for f in fields)
+
+
+def replace(obj, **changes):
+    """``obj`` (an attrs value) with the named fields changed, as ``attrs.evolve`` builds it."""
+    return _replace(obj, changes)
+
+
+try:  # compiled: a copy of the slots with the changes, where slots_of allows it
+    from ._values import replace, setup as _setup
+    _setup(slots_of, _replace)
+except ImportError:  # no compiler where the package was installed: the constructor, slower
+    pass
 
 
 def put(items: tuple, i: int, value) -> tuple:

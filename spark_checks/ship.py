@@ -11,7 +11,7 @@ Routes (``--ship``; the README's "Spark on a cluster" shows both in use):
   (an editable install is built into its wheel first), and ``pv-deps``, the third-party
   distributions the executors import (``EXECUTOR_DEPENDENCIES`` and what they require), copied
   from the driver's environment and cached by their versions. Their compiled parts (numpy,
-  pyarrow, the Merkle fingerprint extension) need workers of the driver's platform (Linux x86_64
+  pyarrow, the fingerprint and replace extensions) need workers of the driver's platform (Linux x86_64
   for the wheels of a Linux x86_64 driver).
 - ``code``: ``pv-code`` only, for workers whose Python already has the dependencies (the
   cluster's own Python, with ``pip install attrs networkx numpy pyarrow protobuf``).

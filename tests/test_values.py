@@ -1,0 +1,80 @@
+"""``values.replace``: the compiled copy of the slots builds exactly what the class's constructor
+builds, for every kind of value in every model's reachable states, and leaves the others to it."""
+from __future__ import annotations
+
+import sys
+
+import attrs
+import pytest
+
+from pulsar_verify import registry, values
+from pulsar_verify.models.pip468.layout import HashRange, LayoutError
+
+
+def test_the_compiled_replace_is_built():
+    """``pip install`` compiles ``_values.c`` on this machine kind: without it every model step
+    would build its values through the attrs constructor, several times slower."""
+    assert type(values.replace).__name__ == "builtin_function_or_method"
+
+
+def parts(v):
+    """``v`` and every attrs value inside it."""
+    if attrs.has(type(v)):
+        yield v
+        for f in attrs.fields(type(v)):
+            yield from parts(getattr(v, f.name))
+    elif isinstance(v, (tuple, frozenset)):
+        for x in v:
+            yield from parts(x)
+
+
+@pytest.mark.parametrize("name", [c.name for c in registry.all_models()])
+def test_replace_builds_what_the_constructor_builds_on_reachable_values(name):
+    cls = registry.model_class(name)
+    model = registry.build(name, cls.best_variant() or cls.baseline())
+    frontier, seen = list(model.init_states()), {}
+    for _ in range(6):
+        nxt = []
+        for s in frontier:
+            for v in parts(s):
+                seen.setdefault(type(v), v)
+            nxt += [t for _, t in model.successors(s)]
+        frontier = nxt[:100]
+    for t, v in seen.items():
+        for f in attrs.fields(t):
+            other = getattr(v, f.name)
+            for new in (other, None, (other,)):
+                try:
+                    want = attrs.evolve(v, **{f.name: new})
+                except Exception as e:  # a class whose hook refuses the value refuses it either way
+                    with pytest.raises(type(e)):
+                        values.replace(v, **{f.name: new})
+                    continue
+                got = values.replace(v, **{f.name: new})
+                assert type(got) is t and got == want and hash(got) == hash(want), (t, f.name)
+        assert values.replace(v) == v and values.replace(v) is not v
+
+
+def test_a_class_with_a_hook_is_built_by_its_constructor():
+    assert values.slots_of(HashRange) is None  # its __attrs_post_init__ checks the range
+    r = HashRange(0, 10)
+    assert values.replace(r, end=20) == HashRange(0, 20)
+    with pytest.raises(LayoutError):
+        values.replace(r, end=-1)
+
+
+def test_an_unknown_field_is_refused_and_nothing_leaks():
+    @attrs.frozen
+    class Pair:
+        a: object
+        b: object
+
+    p, marker = Pair(1, 2), object()
+    with pytest.raises(TypeError, match="Pair has no field 'c'"):
+        values.replace(p, c=1)
+    before = sys.getrefcount(marker)
+    for _ in range(1000):
+        values.replace(values.replace(p, a=marker), a=2)
+    assert sys.getrefcount(marker) == before
+    with pytest.raises(attrs.exceptions.NotAnAttrsClassError):
+        values.replace((1, 2), a=1)
