@@ -1,35 +1,18 @@
 /* Merkle fingerprints of model states, compiled: the same function as
  * pulsar_verify/merkle.py (which says what is hashed; a test checks the two
- * agree), several tens of times faster. BLAKE2b (RFC 7693) is written out here
- * so that no library is needed at build time. */
+ * agree), several tens of times faster. MurmurHash3_x64_128 is written out here
+ * so that no library is needed at build time (a test checks it against mmh3). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
 #define DIGEST 16
 
-/* ---- BLAKE2b, unkeyed, 16-byte digests, over one contiguous input ---- */
+/* ---- MurmurHash3_x64_128 (Austin Appleby, public domain), seed 0, over one contiguous input ---- */
 
-static const uint64_t IV[8] = {
-    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
-    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL};
-
-static const uint8_t SIGMA[12][16] = {
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
-    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
-    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
-    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
-    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
-    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
-    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
-    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
-    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3}};
-
-static inline uint64_t rotr(uint64_t x, int n) { return (x >> n) | (x << (64 - n)); }
+static inline uint64_t rotl(uint64_t x, int n) { return (x << n) | (x >> (64 - n)); }
 
 static inline uint64_t load64(const uint8_t *p) {
     uint64_t v;
@@ -40,54 +23,46 @@ static inline uint64_t load64(const uint8_t *p) {
     return v;
 }
 
-#define G(a, b, c, d, x, y)          \
-    do {                             \
-        a = a + b + (x);             \
-        d = rotr(d ^ a, 32);         \
-        c = c + d;                   \
-        b = rotr(b ^ c, 24);         \
-        a = a + b + (y);             \
-        d = rotr(d ^ a, 16);         \
-        c = c + d;                   \
-        b = rotr(b ^ c, 63);         \
-    } while (0)
-
-static void compress(uint64_t h[8], const uint8_t *block, uint64_t t, int last) {
-    uint64_t m[16], v[16];
-    for (int i = 0; i < 16; i++) m[i] = load64(block + 8 * i);
-    for (int i = 0; i < 8; i++) { v[i] = h[i]; v[i + 8] = IV[i]; }
-    v[12] ^= t;
-    if (last) v[14] = ~v[14];
-    for (int r = 0; r < 12; r++) {
-        const uint8_t *s = SIGMA[r];
-        G(v[0], v[4], v[8], v[12], m[s[0]], m[s[1]]);
-        G(v[1], v[5], v[9], v[13], m[s[2]], m[s[3]]);
-        G(v[2], v[6], v[10], v[14], m[s[4]], m[s[5]]);
-        G(v[3], v[7], v[11], v[15], m[s[6]], m[s[7]]);
-        G(v[0], v[5], v[10], v[15], m[s[8]], m[s[9]]);
-        G(v[1], v[6], v[11], v[12], m[s[10]], m[s[11]]);
-        G(v[2], v[7], v[8], v[13], m[s[12]], m[s[13]]);
-        G(v[3], v[4], v[9], v[14], m[s[14]], m[s[15]]);
-    }
-    for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
+static inline uint64_t fmix64(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
 }
 
-static void blake2b16(const uint8_t *in, size_t len, uint8_t out[DIGEST]) {
-    uint64_t h[8];
-    uint8_t block[128];
-    memcpy(h, IV, sizeof h);
-    h[0] ^= 0x01010000ULL ^ DIGEST;
-    uint64_t t = 0;
-    while (len > 128) {
-        t += 128;
-        compress(h, in, t, 0);
-        in += 128;
-        len -= 128;
+#define C1 0x87c37b91114253d5ULL
+#define C2 0x4cf5ad432745937fULL
+
+static void hash128(const uint8_t *in, size_t len, uint8_t out[DIGEST]) {
+    uint64_t h1 = 0, h2 = 0, k1, k2;
+    size_t blocks = len / 16;
+    for (size_t i = 0; i < blocks; i++, in += 16) {
+        k1 = load64(in) * C1;
+        k2 = load64(in + 8) * C2;
+        h1 ^= rotl(k1, 31) * C2;
+        h1 = (rotl(h1, 27) + h2) * 5 + 0x52dce729;
+        h2 ^= rotl(k2, 33) * C1;
+        h2 = (rotl(h2, 31) + h1) * 5 + 0x38495ab5;
     }
-    memset(block, 0, sizeof block);
-    memcpy(block, in, len);
-    compress(h, block, t + len, 1);
-    for (int i = 0; i < DIGEST; i++) out[i] = (uint8_t)(h[i / 8] >> (8 * (i % 8)));
+    uint8_t tail[16] = {0};
+    size_t rest = len & 15;
+    memcpy(tail, in, rest);
+    if (rest > 8) h2 ^= rotl(load64(tail + 8) * C2, 33) * C1;
+    if (rest > 0) h1 ^= rotl(load64(tail) * C1, 31) * C2;
+    h1 ^= (uint64_t)len;
+    h2 ^= (uint64_t)len;
+    h1 += h2;
+    h2 += h1;
+    h1 = fmix64(h1);
+    h2 = fmix64(h2);
+    h1 += h2;
+    h2 += h1;
+    for (int i = 0; i < 8; i++) {
+        out[i] = (uint8_t)(h1 >> (8 * i));
+        out[8 + i] = (uint8_t)(h2 >> (8 * i));
+    }
 }
 
 /* ---- a growable byte buffer, on the stack until it outgrows it ---- */
@@ -182,11 +157,23 @@ static void cache_put(PyObject *o, const uint8_t d[DIGEST]) {
     cached++;
 }
 
-/* ---- kinds of containers: tuple, map, set, attrs class (with its tag and field getter) ---- */
+/* ---- kinds of containers: tuple, map, set, attrs class (with its tag and how its fields are read) ---- */
 
 enum { K_MAP = 2, K_ATTRS = 4 };  /* as in merkle.py */
-static PyObject *kinds;     /* type -> (kind, tag digest bytes, getter or None, single field) */
-static PyObject *describe;  /* Python callable: type -> that tuple, or raises TypeError */
+
+/* A container type as the walk uses it, compiled from describe()'s answer. An attrs class whose
+ * fields are all slots is read in place, at their offsets; another through its getter. */
+typedef struct {
+    long kind;
+    int single;        /* the getter returns the one field's value, not a tuple */
+    Py_ssize_t nslots; /* -1: read through the getter */
+    uint8_t tag[DIGEST];
+    Py_ssize_t offset[];
+} Kind;
+
+static PyObject *kinds;     /* type -> (Kind as bytes, getter or None) */
+static PyObject *describe;  /* Python callable: type -> (kind, tag digest bytes, getter or None, single field,
+                               the fields' member descriptors or None), or raises TypeError */
 
 static int digest_of(PyObject *v, uint8_t out[DIGEST], int memo);
 
@@ -256,10 +243,47 @@ static int put_set(Buf *b, PyObject *v) {
     return rc;
 }
 
+static PyObject *compile_kind(PyObject *d) {
+    if (!PyTuple_Check(d) || PyTuple_GET_SIZE(d) != 5) {
+        PyErr_SetString(PyExc_SystemError, "describe() must return a 5-tuple");
+        return NULL;
+    }
+    PyObject *tag = PyTuple_GET_ITEM(d, 1), *slots = PyTuple_GET_ITEM(d, 4);
+    Py_ssize_t n = slots == Py_None ? -1 : PyTuple_Size(slots);
+    if (slots != Py_None && n < 0) return NULL;
+    PyObject *raw = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(Kind) + (n > 0 ? n : 0) * (Py_ssize_t)sizeof(Py_ssize_t));
+    if (!raw) return NULL;
+    Kind *k = (Kind *)PyBytes_AS_STRING(raw);
+    k->kind = PyLong_AsLong(PyTuple_GET_ITEM(d, 0));
+    k->single = PyObject_IsTrue(PyTuple_GET_ITEM(d, 3));
+    k->nslots = n;
+    memset(k->tag, 0, DIGEST);
+    if (PyBytes_Check(tag) && PyBytes_GET_SIZE(tag) == DIGEST) memcpy(k->tag, PyBytes_AS_STRING(tag), DIGEST);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyTuple_GET_ITEM(slots, i);
+        PyMemberDef *def = Py_IS_TYPE(m, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)m)->d_member : NULL;
+        if (!def || def->type != T_OBJECT_EX) {
+            PyErr_SetString(PyExc_SystemError, "describe() named a field that is not a slot");
+            break;
+        }
+        k->offset[i] = def->offset;
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(raw);
+        return NULL;
+    }
+    PyObject *out = PyTuple_Pack(2, raw, PyTuple_GET_ITEM(d, 2));
+    Py_DECREF(raw);
+    return out;
+}
+
 static PyObject *kind_of(PyTypeObject *t) {
     PyObject *k = PyDict_GetItemWithError(kinds, (PyObject *)t);
     if (k || PyErr_Occurred()) return k;
-    k = PyObject_CallOneArg(describe, (PyObject *)t);
+    PyObject *d = PyObject_CallOneArg(describe, (PyObject *)t);
+    if (!d) return NULL;
+    k = compile_kind(d);
+    Py_DECREF(d);
     if (!k) return NULL;
     int rc = PyDict_SetItem(kinds, (PyObject *)t, k);
     Py_DECREF(k);  /* the dict holds it */
@@ -280,10 +304,10 @@ static int put_node(Buf *b, PyObject *v) {
         uint8_t c = 'S';
         return put(b, &c, 1) < 0 ? -1 : put_set(b, v);
     }
-    PyObject *k = kind_of(t);
-    if (!k) return -1;
-    long kind = PyLong_AsLong(PyTuple_GET_ITEM(k, 0));
-    if (kind == K_MAP) {  /* a tuple subclass of (key, value) pairs */
+    PyObject *entry = kind_of(t);
+    if (!entry) return -1;
+    const Kind *k = (const Kind *)PyBytes_AS_STRING(PyTuple_GET_ITEM(entry, 0));
+    if (k->kind == K_MAP) {  /* a tuple subclass of (key, value) pairs */
         Py_ssize_t n = PyTuple_GET_SIZE(v);
         uint8_t c = 'M';
         if (put(b, &c, 1) < 0 || put_u32(b, (uint32_t)n) < 0) return -1;
@@ -298,18 +322,28 @@ static int put_node(Buf *b, PyObject *v) {
         }
         return 0;
     }
-    if (kind != K_ATTRS) {
+    if (k->kind != K_ATTRS) {
         PyErr_SetString(PyExc_SystemError, "unknown container kind");
         return -1;
     }
-    PyObject *tag = PyTuple_GET_ITEM(k, 1), *getter = PyTuple_GET_ITEM(k, 2);
-    int single = PyObject_IsTrue(PyTuple_GET_ITEM(k, 3));
     uint8_t c = 'A';
-    if (put(b, &c, 1) < 0 || put(b, PyBytes_AS_STRING(tag), DIGEST) < 0) return -1;
-    PyObject *values = PyObject_CallOneArg(getter, v);
+    if (put(b, &c, 1) < 0 || put(b, k->tag, DIGEST) < 0) return -1;
+    if (k->nslots >= 0) {  /* the fields in place */
+        if (put_u32(b, (uint32_t)k->nslots) < 0) return -1;
+        for (Py_ssize_t i = 0; i < k->nslots; i++) {
+            PyObject *f = *(PyObject **)((char *)v + k->offset[i]);
+            if (!f) {
+                PyErr_Format(PyExc_AttributeError, "a %s value without its field %zd", t->tp_name, i);
+                return -1;
+            }
+            if (put_value(b, f) < 0) return -1;
+        }
+        return 0;
+    }
+    PyObject *values = PyObject_CallOneArg(PyTuple_GET_ITEM(entry, 1), v);
     if (!values) return -1;
     int rc = 0;
-    if (single) {
+    if (k->single) {
         rc = put_u32(b, 1);
         if (rc == 0) rc = put_value(b, values);
     } else {
@@ -332,7 +366,7 @@ static int digest_of(PyObject *v, uint8_t out[DIGEST], int memo) {
     int rc = put_node(&b, v);
     Py_LeaveRecursiveCall();
     if (rc == 0) {
-        blake2b16(b.p, b.n, out);
+        hash128(b.p, b.n, out);
         if (memo) cache_put(v, out);
     }
     buf_free(&b);
@@ -349,7 +383,7 @@ static int is_container(PyObject *v) {
 
 /* digest(value) -> 16 bytes: a container's node digest (the value itself is not cached: a state is
  * fingerprinted once, and its entry would only evict the shared parts that make the cache pay), or the
- * BLAKE2b of a lone primitive's record. */
+ * hash of a lone primitive's record. */
 static PyObject *py_digest(PyObject *self, PyObject *v) {
     uint8_t d[DIGEST];
     if (is_container(v)) {
@@ -358,7 +392,7 @@ static PyObject *py_digest(PyObject *self, PyObject *v) {
         Buf b;
         buf_init(&b);
         int rc = put_value(&b, v);
-        if (rc == 0) blake2b16(b.p, b.n, d);
+        if (rc == 0) hash128(b.p, b.n, d);
         buf_free(&b);
         if (rc < 0) return NULL;
     }
@@ -374,11 +408,11 @@ static PyObject *py_fingerprint(PyObject *self, PyObject *v) {
     return PyLong_FromLongLong(x);
 }
 
-static PyObject *py_blake2b16(PyObject *self, PyObject *arg) {
+static PyObject *py_hash128(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     uint8_t d[DIGEST];
-    blake2b16(view.buf, (size_t)view.len, d);
+    hash128(view.buf, (size_t)view.len, d);
     PyBuffer_Release(&view);
     return PyBytes_FromStringAndSize((const char *)d, DIGEST);
 }
@@ -393,7 +427,7 @@ static PyObject *py_setup(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"digest", py_digest, METH_O, "The 16-byte Merkle digest of a value."},
     {"fingerprint", py_fingerprint, METH_O, "The 64-bit signed fingerprint of a value."},
-    {"blake2b16", py_blake2b16, METH_O, "BLAKE2b with a 16-byte digest (to test against hashlib)."},
+    {"hash128", py_hash128, METH_O, "MurmurHash3_x64_128 of bytes, seed 0, as 16 bytes (h1 then h2, little-endian)."},
     {"setup", py_setup, METH_VARARGS, "Set the function that describes a container type."},
     {NULL, NULL, 0, NULL}};
 

@@ -39,7 +39,7 @@ from pulsar_verify.model import Action, UsageError
 
 from .location import Location
 
-FORMAT = "pulsar-verify/spark-checkpoint/5"  # 3: Merkle fingerprints; 4: the symmetry; 5: no .partial levels
+FORMAT = "pulsar-verify/spark-checkpoint/6"  # 3: Merkle fingerprints; 4: the symmetry; 5: no .partial levels; 6: MurmurHash3 nodes
 
 
 def _pa():
