@@ -99,16 +99,18 @@ def slots_of(cls: type) -> tuple | None:
     return tuple(getattr(cls, f.name) for f in fields)
 
 
-def replace(obj, **changes):
-    """``obj`` (an attrs value) with the named fields changed, as ``attrs.evolve`` builds it."""
-    return _replace(obj, changes)
-
-
 try:  # compiled: a copy of the slots with the changes, where slots_of allows it
-    from ._values import replace, setup as _setup
-    _setup(slots_of, _replace)
+    from ._values import replace as _compiled, setup as _setup
 except ImportError:  # no compiler where the package was installed: the constructor, slower
-    pass
+    _compiled = None
+
+if _compiled is not None:
+    _setup(slots_of, _replace)
+    replace = _compiled
+else:
+    def replace(obj, **changes):
+        """``obj`` (an attrs value) with the named fields changed, as ``attrs.evolve`` builds it."""
+        return _replace(obj, changes)
 
 
 def put(items: tuple, i: int, value) -> tuple:
