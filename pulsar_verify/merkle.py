@@ -7,9 +7,9 @@ What is hashed. A value is a *primitive* (int, str, bool, None, bytes, float) or
 of a type byte and its bytes (``i`` + 8-byte int, ``I`` + length + decimal digits for a larger
 int, ``s``/``b`` + 4-byte length + UTF-8/bytes, ``t``/``f``/``n``, ``d`` + IEEE-754 bits); a
 container inside another as ``h`` + its 16-byte digest. A container's digest is the 128-bit
-MurmurHash3 (x64 variant, seed 0: ``h1`` then ``h2``, little-endian) of its *node*: ``T`` + count + its items' records (tuple); ``M`` + count + key and value records
-(``FrozenMap``, sorted by key); ``S`` + count + its items' records sorted bytewise (frozenset);
-``A`` + the digest of ``"module:Class"`` + count + its fields' records, in declaration order
+MurmurHash3 (x64 variant, seed 0: ``h1`` then ``h2``, little-endian) of its *node*: ``T`` + count
++ its items' records (tuple); ``M`` + count + key and value records (``FrozenMap``, sorted by key);
+``S`` + count + its items' records sorted bytewise (frozenset); ``A`` + the digest of ``"module:Class"`` + count + its fields' records, in declaration order
 (attrs). Counts and lengths are 4-byte little-endian. Every record says its own length, so a node
 is never the node of another value. The fingerprint is the first 8 bytes of the state's digest,
 as a signed little-endian integer (it fits Spark's LongType).
@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import operator
 import struct
-from types import MemberDescriptorType
 
 import attrs
 
-from .values import PRIMITIVES, FrozenMap
+from .values import PRIMITIVES, FrozenMap, field_slots
 
 try:
     from . import _merkle
@@ -93,9 +92,8 @@ def describe(t: type) -> tuple:
         if not all(f.init for f in fields):
             raise TypeError(f"cannot fingerprint {t.__qualname__}: every field must be an __init__ argument")
         names = [f.name for f in fields]
-        slots = tuple(getattr(t, n, None) for n in names)
         return (K_ATTRS, _h128(f"{t.__module__}:{t.__qualname__}".encode()), operator.attrgetter(*names),
-                len(names) == 1, slots if all(type(d) is MemberDescriptorType for d in slots) else None)
+                len(names) == 1, field_slots(t))
     raise TypeError(f"cannot fingerprint a value of type {t.__name__}: use ints, strs, tuples, "
                     f"frozensets, FrozenMap or attrs classes")
 

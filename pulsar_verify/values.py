@@ -1,6 +1,7 @@
 """Immutable value types for model states beyond what Python ships frozen."""
 from __future__ import annotations
 
+from types import MemberDescriptorType
 from typing import Any, Iterable
 
 import attrs
@@ -67,8 +68,8 @@ _replacers: dict = {}
 
 
 def _replace(obj, changes: dict):
-    """``attrs.evolve`` for the hot path: a generated per-class function that calls the
-    constructor positionally (several times faster than ``evolve``)."""
+    """``replace`` through the class's constructor: a generated per-class function that calls it
+    positionally (several times faster than ``attrs.evolve``)."""
     cls = type(obj)
     fn = _replacers.get(cls)
     if fn is None:
@@ -86,17 +87,23 @@ def _replace(obj, changes: dict):
     return fn(obj, changes)
 
 
+def field_slots(cls: type) -> tuple | None:
+    """The member descriptors of an attrs class's fields, in declaration order, when every field is a
+    slot (for compiled code to read and write them in place); else None."""
+    slots = tuple(getattr(cls, f.name, None) for f in attrs.fields(cls))
+    return slots if all(type(d) is MemberDescriptorType for d in slots) else None
+
+
 def slots_of(cls: type) -> tuple | None:
-    """The member descriptors of ``cls``'s fields when copying its slots builds what its constructor
-    would: a slotted attrs class whose ``__init__`` only stores its arguments (no converter,
-    validator, default factory run, pre/post-init hook or cached hash). Else None."""
+    """``field_slots(cls)`` when copying the slots builds what the constructor would: a slotted
+    attrs class whose ``__init__`` only stores its arguments (no converter, validator, pre/post-init
+    hook or cached hash). Else None."""
     if not attrs.has(cls) or "__slots__" not in cls.__dict__ or hasattr(cls, "__attrs_pre_init__") \
             or hasattr(cls, "__attrs_post_init__") or "__attrs_cached_hash" in getattr(cls, "__slots__", ()):
         return None
-    fields = attrs.fields(cls)
-    if any(not f.init or f.converter is not None or f.validator is not None for f in fields):
+    if any(not f.init or f.converter is not None or f.validator is not None for f in attrs.fields(cls)):
         return None
-    return tuple(getattr(cls, f.name) for f in fields)
+    return field_slots(cls)
 
 
 try:  # compiled: a copy of the slots with the changes, where slots_of allows it
