@@ -9,9 +9,10 @@ int, ``s``/``b`` + 4-byte length + UTF-8/bytes, ``t``/``f``/``n``, ``d`` + IEEE-
 container inside another as ``h`` + its 16-byte digest. A container's digest is the 128-bit
 MurmurHash3 (x64 variant, seed 0: ``h1`` then ``h2``, little-endian) of its *node*: ``T`` + count
 + its items' records (tuple); ``M`` + count + key and value records (``FrozenMap``, sorted by key);
-``S`` + count + its items' records sorted bytewise (frozenset); ``A`` + the digest of ``"module:Class"`` + count + its fields' records, in declaration order
-(attrs). Counts and lengths are 4-byte little-endian. Every record says its own length, so a node
-is never the node of another value. The fingerprint is the first 8 bytes of the state's digest,
+``S`` + count + its items' records sorted bytewise (frozenset); ``A`` + the digest of
+``"module:Class"`` + count + its fields' records, in declaration order (attrs). Counts and
+lengths are 4-byte little-endian. Every record says its own length, so a node is never the node of
+another value. The fingerprint is the first 8 bytes of the state's digest,
 as a signed little-endian integer (it fits Spark's LongType).
 
 So two distinct states get one fingerprint only if the hash collides on two distinct nodes or
