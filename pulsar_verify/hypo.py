@@ -6,14 +6,15 @@ is checked after it. A failure is written as the same ITF counterexample the
 explorer writes, so ``pulsar-verify replay`` reproduces it.
 
 Profiles: ``ci`` (fast, derandomized, no example database) and ``nightly``
-(many examples, longer runs). Select with ``HYPOTHESIS_PROFILE``.
+(many examples, longer runs), selected with ``HYPOTHESIS_PROFILE``; the review
+runs its machines under ``review`` (``ci`` with more examples) or ``nightly``.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -21,10 +22,17 @@ from .explorer import DEADLOCK
 from .itf import trace_document, write_trace
 from .model import Model
 
+# Hypothesis's ``explain`` phase (which parts of a minimal failure could vary) is not reported here,
+# and it re-ran the failing machine for most of a shrink's time.
+PHASES = tuple(p for p in Phase if p is not Phase.explain)
 settings.register_profile("ci", max_examples=60, stateful_step_count=40, derandomize=True, database=None,
-                          deadline=None, report_multiple_bugs=False, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("nightly", max_examples=5000, stateful_step_count=120, deadline=None,
+                          deadline=None, report_multiple_bugs=False, phases=PHASES,
                           suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("nightly", max_examples=5000, stateful_step_count=120, deadline=None, phases=PHASES,
+                          suppress_health_check=[HealthCheck.too_slow])
+# The review's machines: the ``ci`` profile with more examples, and every property violated shrunk
+# on its own (see ``run_machine``).
+settings.register_profile("review", settings.get_profile("ci"), max_examples=100, report_multiple_bugs=True)
 settings.register_profile("dev", max_examples=200, stateful_step_count=60, deadline=None)
 
 
@@ -39,17 +47,30 @@ class PropertyFailed(AssertionError):
 
 
 def run_machine(model: Model, out_dir: Path, nightly: bool = False) -> tuple[int, set]:
-    """Run the model's machine once under the ``ci`` (or ``nightly``) profile: the examples tried
-    and the ids of the properties it found violated (each written under ``out_dir``)."""
+    """Run the model's machine once under the ``review`` (or ``nightly``) profile: the examples tried
+    and the ids of the properties it found violated (each written under ``out_dir``). Each property
+    violated in any example is shrunk on its own (``report_multiple_bugs``), so the set does not
+    depend on which property a run happened to break first."""
     from hypothesis.stateful import run_state_machine_as_test
 
-    profile = settings.get_profile("nightly" if nightly else "ci")
+    profile = settings(settings.get_profile("nightly" if nightly else "review"), report_multiple_bugs=True)
     try:
         run_state_machine_as_test(machine_for(model, out_dir), settings=profile)
-    except PropertyFailed:
+    except* PropertyFailed:
         pass
     failed = {p.name[len("hypothesis-"):-len(".itf.json")] for p in Path(out_dir).glob("hypothesis-*.itf.json")}
     return profile.max_examples, failed
+
+
+_FAILED: dict[str, type] = {}
+
+
+def _failure(pid: str) -> type[PropertyFailed]:
+    """The exception a violation of property ``pid`` raises: one class per property, since Hypothesis
+    tells failures apart by their exception's type and where it was raised."""
+    if pid not in _FAILED:
+        _FAILED[pid] = type(f"PropertyFailed[{pid}]", (PropertyFailed,), {})
+    return _FAILED[pid]
 
 
 def machine_for(model: Model, out_dir: Path | None = None) -> type[RuleBasedStateMachine]:
@@ -77,7 +98,7 @@ def machine_for(model: Model, out_dir: Path | None = None) -> type[RuleBasedStat
                 path = write_trace(Path(out_dir) / f"hypothesis-{prop.id}.itf.json",
                                    trace_document(model, states, actions, info))
                 where = f"; counterexample {path}"
-            raise PropertyFailed(f"{prop.kind} {prop.id} violated after {len(actions)} steps: "
+            raise _failure(prop.id)(f"{prop.kind} {prop.id} violated after {len(actions)} steps: "
                                  f"{prop.statement}{where}")
 
         @initialize(data=st.data())

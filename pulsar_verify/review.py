@@ -97,7 +97,7 @@ def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
                 nightly: bool) -> tuple[dict, dict, dict]:
     """The in-process explorations, the Hypothesis machines and the Z3 obligations (given as indices
     into the registry), each in a worker process (forked before any Spark session starts); the
-    machines first (shrinking a failure takes minutes, so they run beside the explorations), on
+    machines first (shrinking a failure takes seconds to tens of seconds, so they run beside the explorations), on
     ``pool`` (or in this process if it is None). Each run is the one-process run, so counts, verdicts
     and counterexamples are the same for any number of workers. Each line is printed as its job ends."""
     from .properties import registry as obligations
