@@ -23,7 +23,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from .fingerprint import decode, encode, fingerprint
-from .liveness import check_liveness, reverse_graph
+from .liveness import check_liveness, prepare
 from .model import DEADLOCK, Action, Model
 from .results import Result, Violation
 
@@ -484,9 +484,9 @@ class Explorer:
         result.never_fired = sorted(set(model.action_names()) - set(coverage))
         if self.check_liveness and result.complete:
             result.liveness_checked = True
-            reverse = reverse_graph(self.graph)
+            search = prepare(self)
             for prop in model.liveness:
-                lasso, unreachable = check_liveness(self, prop, reverse)
+                lasso, unreachable = check_liveness(self, prop, search)
                 result.unreachable_goal[prop.id] = unreachable
                 if lasso is not None:
                     violated[prop.id] = lasso

@@ -18,6 +18,11 @@ from typing import Protocol
 from .model import Action, Model, Property
 from .results import Violation
 
+try:
+    from . import _liveness
+except ImportError:  # built by pip install where a C compiler is present; else the search in Python
+    _liveness = None
+
 
 class StateGraph(Protocol):
     """What the check reads of an exploration, in-process (``Explorer``) or from a Spark run's files."""
@@ -62,10 +67,9 @@ def reverse_graph(graph: dict) -> dict[int, list[int]]:
 
 
 def _components(nodes, adj: dict) -> list[set]:
-    """Strongly connected components of a graph given as ``adj`` (node -> successors, without
-    repeats), visiting ``nodes`` in order: networkx's ``strongly_connected_components`` (Nuutila's
-    variant of Tarjan's algorithm, iterative) over plain adjacency lists, so the components, their
-    order and each set's iteration order are what networkx gives, without building its graph."""
+    """Strongly connected components of a graph given as ``adj`` (node -> successors), visiting
+    ``nodes`` in order: networkx's ``strongly_connected_components`` (Nuutila's variant of Tarjan's
+    algorithm, iterative) over plain adjacency lists, without building networkx's graph."""
     preorder: dict = {}
     lowlink: dict = {}
     found: set = set()
@@ -106,96 +110,120 @@ def _components(nodes, adj: dict) -> list[set]:
     return out
 
 
-def check_liveness(ex: StateGraph, prop: Property, reverse: dict | None = None) -> tuple[Violation | None, int]:
-    """Returns the lasso of the shortest fair cycle (or None) and the number of
-    states, reachable from a trigger, from which the goal can never be reached.
-    ``reverse`` is ``reverse_graph(ex.graph)``, when the caller checks several properties."""
-    index = ex.model.liveness.index(prop)
-    labels = ex.labels
-    graph = ex.graph
-    fair = set(prop.fair)
-    not_goal = {fp for fp in graph if not labels[fp][1][index][1]}
-    starts = [fp for fp in not_goal if labels[fp][1][index][0]]
+class _Search:
+    """The search ``_liveness.c`` compiles, in Python (the reference, and the fallback where the
+    extension was not built). ``search(index)`` returns, for the ``index``-th liveness property, the
+    number of states reachable from a trigger state from which the goal can never be reached, and
+    ``None`` or the chosen candidate: its states (ascending fingerprints), its entry, the trigger
+    state its shortest prefix starts from, the prefix's actions from there, the first edge inside it
+    of each weakly fair action enabled in all its states (any order), and its first inside edge.
 
-    # States reachable from a trigger state through non-goal states.
-    reach: set[int] = set(starts)
-    queue = deque(starts)
-    while queue:
-        u = queue.popleft()
-        for _, v in graph[u]:
-            if v in not_goal and v not in reach:
-                reach.add(v)
-                queue.append(v)
+    A candidate is a state with no weakly fair action enabled (it may stutter), or a fair cycle: a
+    strongly connected set of the states reachable from a trigger through non-goal states, in which
+    every weakly fair action instance enabled throughout is also taken. The one chosen has the
+    shortest prefix, then is a stutter, then has the least fingerprint; its entry is its state with the
+    shortest prefix (then least fingerprint); edges are taken in the order of their states'
+    fingerprints, then in the order the model lists them; shortest prefixes break ties by fingerprint.
+    So the lasso depends on the graph alone, not on the order it was recorded in."""
 
-    # States that can still reach the goal (backwards over the whole graph).
-    if reverse is None:
-        reverse = reverse_graph(graph)
-    can_reach = {fp for fp in graph if labels[fp][1][index][1]}
-    queue = deque(can_reach)
-    while queue:
-        v = queue.popleft()
-        for u in reverse.get(v, ()):
-            if u not in can_reach:
-                can_reach.add(u)
-                queue.append(u)
-    unreachable = sum(1 for fp in reach if fp not in can_reach)
+    def __init__(self, graph: dict, labels: dict, fairs: list):
+        self.graph, self.labels, self.fairs = graph, labels, fairs
+        self.reverse = reverse_graph(graph)
 
-    adj = {u: list(dict.fromkeys(v for _, v in graph[u] if v in reach)) for u in reach}
-    fair_sccs = [({u}, []) for u in reach if not any(a.name in fair for a, _ in graph[u])]  # stutters
-    for comp in _components(reach, adj):
-        node = next(iter(comp))
-        if len(comp) == 1 and node not in adj[node]:
-            continue
-        inside = [(u, a, v) for u in comp for a, v in graph[u] if v in comp]
-        taken = {a for _, a, _ in inside}
-        always_enabled = None
-        for u in comp:
-            enabled = {a for a, _ in graph[u] if a.name in fair}
-            always_enabled = enabled if always_enabled is None else always_enabled & enabled
-        if always_enabled - taken:
-            continue  # some fair action stays enabled and is never taken: not a fair run
-        must_take = [next(e for e in inside if e[1] == a) for a in sorted(always_enabled, key=str)]
-        if not must_take:
-            must_take = [inside[0]]
-        fair_sccs.append((comp, must_take))
-    if not fair_sccs:
+    def search(self, index: int):
+        graph, labels, fair = self.graph, self.labels, self.fairs[index]
+        not_goal = {fp for fp in graph if not labels[fp][1][index][1]}
+        starts = sorted(fp for fp in not_goal if labels[fp][1][index][0])
+        reach: set[int] = set(starts)
+        queue = deque(starts)
+        while queue:
+            u = queue.popleft()
+            for _, v in graph[u]:
+                if v in not_goal and v not in reach:
+                    reach.add(v)
+                    queue.append(v)
+        can_reach = {fp for fp in graph if labels[fp][1][index][1]}
+        queue = deque(can_reach)
+        while queue:
+            v = queue.popleft()
+            for u in self.reverse.get(v, ()):
+                if u not in can_reach:
+                    can_reach.add(u)
+                    queue.append(u)
+        unreachable = sum(1 for fp in reach if fp not in can_reach)
+
+        best: dict[int, int] = {}
+        prev: dict[int, tuple[int, Action] | None] = {}
+        heap = [(labels[fp][0], fp) for fp in starts]
+        heapq.heapify(heap)
+        for d, fp in heap:
+            best[fp], prev[fp] = d, None
+        while heap:
+            d, u = heapq.heappop(heap)
+            if d > best[u]:
+                continue
+            for a, v in graph[u]:
+                if v in reach and d + 1 < best.get(v, 1 << 60):
+                    best[v], prev[v] = d + 1, (u, a)
+                    heapq.heappush(heap, (d + 1, v))
+
+        ordered = sorted(reach)
+        candidates = [((best[u], 0, u), [u], [], None) for u in ordered
+                      if not any(a.name in fair for a, _ in graph[u])]  # stutters
+        adj = {u: [v for _, v in graph[u] if v in reach] for u in ordered}
+        for comp in _components(ordered, adj):
+            nodes = sorted(comp)
+            if len(nodes) == 1 and nodes[0] not in adj[nodes[0]]:
+                continue
+            inside = [(a, u, v) for u in nodes for a, v in graph[u] if v in comp]
+            always_enabled = set.intersection(*({a for a, _ in graph[u] if a.name in fair} for u in nodes))
+            if always_enabled - {a for a, _, _ in inside}:
+                continue  # some fair action stays enabled and is never taken: not a fair run
+            must = [next(e for e in inside if e[0] == a) for a in always_enabled]
+            candidates.append(((min(best[u] for u in nodes), 1, nodes[0]), nodes, must, inside[0]))
+        if not candidates:
+            return unreachable, None
+        _, nodes, must, first = min(candidates, key=lambda c: c[0])
+        entry = min(nodes, key=lambda fp: (best[fp], fp))
+        tail: list[Action] = []
+        root = entry
+        while prev[root] is not None:
+            root, a = prev[root]
+            tail.append(a)
+        tail.reverse()
+        return unreachable, (nodes, entry, root, tail, must, first)
+
+
+def prepare(ex: StateGraph):
+    """``search(index)`` over ``ex``'s graph, for each of its model's liveness properties: compiled
+    when ``_liveness`` was built, else ``_Search``'s."""
+    fairs = [frozenset(p.fair) for p in ex.model.liveness]
+    if _liveness is None:
+        return _Search(ex.graph, ex.labels, fairs).search
+    prepared = _liveness.prepare(ex.graph, ex.labels, fairs)
+    return lambda index: _liveness.search(prepared, index)
+
+
+def check_liveness(ex: StateGraph, prop: Property, search=None) -> tuple[Violation | None, int]:
+    """Returns the lasso of the fair cycle (or stutter) with the shortest prefix (or None) and the
+    number of states, reachable from a trigger, from which the goal can never be reached.
+    ``search`` is ``prepare(ex)``, when the caller checks several properties."""
+    unreachable, found = (search or prepare(ex))(ex.model.liveness.index(prop))
+    if found is None:
         return None, unreachable
-
-    # Shortest prefix: initial state -> trigger state (BFS tree) -> non-goal path to the cycle.
-    depth = {fp: labels[fp][0] for fp in starts}
-    best: dict[int, int] = {}
-    prev: dict[int, tuple[int, Action] | None] = {}
-    heap = [(d, fp) for fp, d in depth.items()]
-    heapq.heapify(heap)
-    for d, fp in heap:
-        best[fp], prev[fp] = d, None
-    while heap:
-        d, u = heapq.heappop(heap)
-        if d > best[u]:
-            continue
-        for a, v in graph[u]:
-            if v in reach and d + 1 < best.get(v, 1 << 60):
-                best[v], prev[v] = d + 1, (u, a)
-                heapq.heappush(heap, (d + 1, v))
-    comp, must_take = min(fair_sccs, key=lambda c: (min(best[fp] for fp in c[0]), len(c[1]) > 0))
-    entry = min(comp, key=lambda fp: best[fp])
-
-    tail: list[Action] = []
-    node = entry
-    while prev[node] is not None:
-        node, a = prev[node]
-        tail.append(a)
-    tail.reverse()
-    states, actions = ex.path_to(node)
+    nodes, entry, root, tail, must, first = found
+    states, actions = ex.path_to(root)
     actions = actions + tail
-
+    # Around the cycle: through an edge of each fair action enabled throughout, then back to the entry.
+    must_take = sorted(must, key=lambda e: str(e[0])) or ([first] if first else [])
+    comp = set(nodes)
     loop_actions: list[Action] = []
     at = entry
-    for u, a, v in must_take:
-        loop_actions += [x for x, _ in _path_within(graph, comp, at, u)] + [a]
+    for a, u, v in must_take:
+        loop_actions += [x for x, _ in _path_within(ex.graph, comp, at, u)] + [a]
         at = v
     if must_take:
-        loop_actions += [x for x, _ in _path_within(graph, comp, at, entry)]
+        loop_actions += [x for x, _ in _path_within(ex.graph, comp, at, entry)]
 
     state = states[0]
     states = [state]

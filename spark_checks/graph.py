@@ -10,7 +10,7 @@ from __future__ import annotations
 import marshal
 
 from pulsar_verify.explorer import path_to
-from pulsar_verify.liveness import check_liveness, reverse_graph
+from pulsar_verify.liveness import check_liveness, prepare
 
 from .checkpoint import load_action, read_parts, rows
 
@@ -53,7 +53,7 @@ class DiskGraph:
 def check_liveness_on_disk(explorer, manifest: dict):
     """(property, lasso or None, states that can never reach the goal) per liveness property."""
     view = DiskGraph(explorer, manifest)
-    reverse = reverse_graph(view.graph)
+    search = prepare(view)
     for prop in explorer.model.liveness:
-        lasso, unreachable = check_liveness(view, prop, reverse)
+        lasso, unreachable = check_liveness(view, prop, search)
         yield prop, lasso, unreachable
