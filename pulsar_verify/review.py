@@ -154,6 +154,29 @@ def _alongside(local: tuple, nightly: bool, workers: int, spark) -> tuple[dict, 
     return done, hypothesis, verdicts
 
 
+def _cross_checked(cls) -> set[str]:
+    """The variants whose default bounds Spark runs too: as written, and with every fix."""
+    return {cls.baseline(), cls.best_variant()} - {None}
+
+
+def _said(r) -> tuple:
+    """What a run says: states, depth, and each violated property with its counterexample's length and loop."""
+    return r.distinct_states, r.depth, sorted((v.prop.id, v.length, v.loop) for v in r.violations)
+
+
+def _disagreements(done: dict) -> list[str]:
+    """Each Spark run that says something else than the in-process run of the same variant and bounds
+    (an engine's bug, so an internal error)."""
+    out = []
+    for key, spark in done.items():
+        if key[0] != "spark" or isinstance(spark, str):
+            continue
+        local = done.get(key[1:])
+        if local is not None and not isinstance(local, str) and _said(local) != _said(spark):
+            out.append(f"engines disagree on {' '.join(key[1:])}: in-process {_said(local)}, Spark {_said(spark)}")
+    return out
+
+
 def _mutation_scores(path: Path | None) -> tuple[dict, str]:
     """The mutation scores for the index: of the harness's report ``path``, or the recorded ones."""
     from . import mutation
@@ -177,12 +200,14 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
             presets = list(cls.in_process_presets()) + (list(cls.large_presets) if nightly else [])
             for variant in cls.variant_names():
                 for preset in presets:
-                    # Spark runs the default bounds and, at night, the large ones: its per-level overhead
-                    # buys nothing on the small runs; the large ones run on Spark alone.
+                    # The large bounds (at night) run on Spark alone. Spark also runs the default bounds
+                    # of as-written and all-fixes, as a cross-check of the engines (``_disagreements``):
+                    # a violated design and a sound one; the engines do not depend on the variant.
                     if preset in cls.large_presets:
                         engines_here = ["spark"] if "spark" in engines else ["local"]
                     else:
-                        engines_here = [e for e in engines if e == "local" or preset == "default"]
+                        engines_here = [e for e in engines if e == "local"
+                                        or (preset == "default" and variant in _cross_checked(cls))]
                     runs += [(cls.name, variant, preset, engine) for engine in engines_here]
         machines = [(cls.name, variant) for cls in classes for variant in _hypothesis_variants(cls)]
         names = {cls.name for cls in classes}
@@ -206,6 +231,9 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
                 tracebacks.append(f"== {outcome}")
                 continue
             rows.append((name, variant, preset, engine, registry.build(name, variant, preset=preset), outcome))
+        for line in _disagreements(done):
+            errors.append(line)
+            tracebacks.append(f"== {line}")
         every = obligations()
         for i in selected:  # in the registry's order, whatever order they ended in
             proofs.setdefault(every[i].model, []).append((every[i], verdicts[i]))
@@ -216,14 +244,14 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
             pngs = report.plots(staging, cls.name, rows)
             write_text(staging / f"{cls.name}.md", report.model_page(cls, table, rows, pngs, proofs.get(cls.name)))
         index = report.index_page(classes, table, rows, mismatches, _mutation_scores(mutation))
-        errors_md = ["", "## Model errors", ""] + [f"- {e}" for e in errors] if errors else []
+        errors_md = ["", "## Internal errors", ""] + [f"- {e}" for e in errors] if errors else []
         write_text(staging / "index.md", index + "\n".join(report.sealed_comparison(rows) + errors_md) + "\n")
         if tracebacks:
             write_text(staging / "errors.log", "\n".join(tracebacks))
     print(f"report: {out / 'index.md'}")
     if errors:
-        print(f"pulsar-verify: internal error: {len(errors)} runs failed with a model error "
-              f"(tracebacks in {out / 'errors.log'})", file=sys.stderr)
+        print(f"pulsar-verify: internal error: {len(errors)} runs failed with a model error or disagree "
+              f"between engines (details in {out / 'errors.log'})", file=sys.stderr)
         return 3
     if update:
         write_text(expectations, json.dumps({**expected, **got}, indent=1, sort_keys=True) + "\n")

@@ -86,3 +86,21 @@ def test_review_runs_are_the_same_on_any_number_of_workers(tmp_path):
                               for p in out.rglob("summary.json")}
     assert summaries["1"] == summaries["2"] and len(summaries["1"]) > 10
     assert (tmp_path / "expected-1.json").read_text() == (tmp_path / "expected-2.json").read_text()
+
+
+def test_a_spark_run_that_disagrees_with_the_in_process_run_is_an_internal_error():
+    """The review's Spark runs are a cross-check of the engines: the same states, depth, violated
+    properties and counterexample lengths as the in-process run, or an error naming both."""
+    from pulsar_verify.explorer import explore
+    from pulsar_verify.review import _cross_checked, _disagreements, _said
+
+    cls = registry.model_class("toy-lock")
+    assert _cross_checked(cls) == {"as-written", "all-fixes"}
+    local, _ = explore(registry.build("toy-lock", "as-written"))
+    same, _ = explore(registry.build("toy-lock", "as-written"))
+    key = ("toy-lock", "as-written", "default")
+    assert _disagreements({key: local, ("spark", *key): same}) == []
+    same.violations = same.violations[1:]  # Spark missed a violation
+    assert _disagreements({key: local, ("spark", *key): same}) == [
+        f"engines disagree on toy-lock as-written default: in-process {_said(local)}, Spark {_said(same)}"]
+    assert _disagreements({key: "a model error", ("spark", *key): same}) == []  # reported as such already
