@@ -13,10 +13,10 @@
 #include <string.h>
 
 typedef struct {
-    Py_ssize_t n, m, A;
+    Py_ssize_t n, A;
     int P;
     int64_t *fps;      /* node -> fingerprint, ascending: nodes are numbered in fingerprint order */
-    Py_ssize_t *off;   /* node -> its first edge; off[n] = m */
+    Py_ssize_t *off;   /* node -> its first edge; off[n]: the number of edges */
     int32_t *tgt;      /* edge -> successor node, or -1 for a state that is not expanded */
     int32_t *act;      /* edge -> action number */
     Py_ssize_t *roff;  /* node -> its first predecessor in rsrc */
@@ -115,7 +115,6 @@ static PyObject *py_prepare(PyObject *self, PyObject *args) {
     qsort(keyed, n, sizeof(Keyed), by_fp);
     for (i = 0; i < n; i++) g->fps[i] = keyed[i].fp;
     if (index_build(&ix, g->fps, n) < 0) { PyErr_NoMemory(); goto fail; }
-    g->m = m;
     g->tgt = malloc((m + 1) * sizeof(int32_t));
     g->act = malloc((m + 1) * sizeof(int32_t));
     if (!g->tgt || !g->act) { PyErr_NoMemory(); goto fail; }
@@ -257,6 +256,26 @@ static int by_node(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Per weakly fair action, in how many of the ``len`` members an instance of it is enabled: cnt[a] for
+ * each action a in touched[0, returned), which cnt_at[a] == stamp marks; seen_at (all -1 on entry and
+ * on return) counts a member once per action. */
+static Py_ssize_t count_enabled(const Graph *g, const uint8_t *fair, const int32_t *members, Py_ssize_t len,
+                                int32_t stamp, int32_t *cnt, int32_t *cnt_at, int32_t *seen_at, int32_t *touched) {
+    Py_ssize_t listed = 0;
+    for (Py_ssize_t k = 0; k < len; k++) {
+        int32_t x = members[k];
+        for (Py_ssize_t e = g->off[x]; e < g->off[x + 1]; e++) {
+            int32_t a = g->act[e];
+            if (!fair[a] || seen_at[a] == x) continue;
+            seen_at[a] = x;
+            if (cnt_at[a] != stamp) { cnt_at[a] = stamp; cnt[a] = 0; touched[listed++] = a; }
+            cnt[a]++;
+        }
+    }
+    for (Py_ssize_t k = 0; k < listed; k++) seen_at[touched[k]] = -1;
+    return listed;
+}
+
 #define NEW(p, k, T) ((p) = malloc(((size_t)(k) + 1) * sizeof(T)))
 
 static PyObject *py_search(PyObject *self, PyObject *args) {
@@ -381,26 +400,19 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
             int cyclic = len > 1;
             for (Py_ssize_t e = g->off[u]; e < g->off[u + 1] && !cyclic; e++) cyclic = g->tgt[e] == u;
             if (!cyclic) continue;
-            /* per action: the members where a fair instance is enabled, and whether one is taken inside */
-            Py_ssize_t touched_lo = 0;
+            /* fair when every weakly fair action enabled in all its members is taken inside it */
+            Py_ssize_t listed = count_enabled(g, fair, nodes + lo, len, cid, cnt, cnt_at, seen_at, touched);
             int64_t least = INT64_MAX;
             int32_t first_node = INT32_MAX;
             for (Py_ssize_t k = lo; k < filled; k++) {
                 int32_t x = nodes[k];
                 if (best[x] < least) least = best[x];
                 if (x < first_node) first_node = x;
-                for (Py_ssize_t e = g->off[x]; e < g->off[x + 1]; e++) {
-                    int32_t a = g->act[e];
-                    if (fair[a] && seen_at[a] != x) {
-                        seen_at[a] = x;
-                        if (cnt_at[a] != cid) { cnt_at[a] = cid; cnt[a] = 0; touched[touched_lo++] = a; }
-                        cnt[a]++;
-                    }
-                    if (g->tgt[e] >= 0 && comp_of[g->tgt[e]] == cid) taken_at[a] = cid;
-                }
+                for (Py_ssize_t e = g->off[x]; e < g->off[x + 1]; e++)
+                    if (g->tgt[e] >= 0 && comp_of[g->tgt[e]] == cid) taken_at[g->act[e]] = cid;
             }
             int is_fair = 1;
-            for (Py_ssize_t k = 0; k < touched_lo && is_fair; k++)
+            for (Py_ssize_t k = 0; k < listed && is_fair; k++)
                 if (cnt[touched[k]] == len && taken_at[touched[k]] != cid) is_fair = 0;
             if (is_fair) CONSIDER(least, 1, first_node, lo, len)
         }
@@ -433,17 +445,7 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
          * inside edge of each fair action enabled in every member (counted again: later components
          * reused the counters) */
         int32_t cid = comp_of[members[0]], stamp = comps;
-        for (Py_ssize_t k = 0; k < count; k++) {
-            int32_t x = members[k];
-            for (Py_ssize_t e = g->off[x]; e < g->off[x + 1]; e++) {
-                int32_t a = g->act[e];
-                if (fair[a] && seen_at[a] != -2 - x) {
-                    seen_at[a] = -2 - x;
-                    if (cnt_at[a] != stamp) { cnt_at[a] = stamp; cnt[a] = 0; }
-                    cnt[a]++;
-                }
-            }
-        }
+        count_enabled(g, fair, members, count, stamp, cnt, cnt_at, seen_at, touched);
         for (Py_ssize_t k = 0; k < count; k++) {
             int32_t x = members[k];
             for (Py_ssize_t e = g->off[x]; e < g->off[x + 1]; e++) {

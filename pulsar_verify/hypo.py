@@ -29,7 +29,7 @@ settings.register_profile("ci", max_examples=60, stateful_step_count=40, derando
                           deadline=None, report_multiple_bugs=False, phases=PHASES,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("nightly", max_examples=5000, stateful_step_count=120, deadline=None, phases=PHASES,
-                          suppress_health_check=[HealthCheck.too_slow])
+                          report_multiple_bugs=True, suppress_health_check=[HealthCheck.too_slow])
 # The review's machines: the ``ci`` profile with more examples, and every property violated shrunk
 # on its own (see ``run_machine``).
 settings.register_profile("review", settings.get_profile("ci"), max_examples=100, report_multiple_bugs=True)
@@ -53,7 +53,7 @@ def run_machine(model: Model, out_dir: Path, nightly: bool = False) -> tuple[int
     depend on which property a run happened to break first."""
     from hypothesis.stateful import run_state_machine_as_test
 
-    profile = settings(settings.get_profile("nightly" if nightly else "review"), report_multiple_bugs=True)
+    profile = settings.get_profile("nightly" if nightly else "review")
     try:
         run_state_machine_as_test(machine_for(model, out_dir), settings=profile)
     except* PropertyFailed:
