@@ -234,7 +234,7 @@ def cmd_explore(args) -> int:
         from .spark_checks.location import Location, publishing
         out, output = Location(args.out), publishing
     else:
-        out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant / args.bounds
+        out = Path(args.out or DEFAULT_OUT / model.name / model.config.variant_name / args.bounds
                    / ("target" if aimed else "")).absolute()
         output = replacing
     with output(out, keep=("spark",)) as staging:
@@ -290,7 +290,7 @@ def human_summary(model, r: Result) -> str:
 def cmd_swarm(args) -> int:
     from pulsar_verify.spark_checks.swarm import swarm
     model = registry.build(args.model, args.variant, _settings(args.set), preset=args.bounds)
-    out = Path(args.out or DEFAULT_OUT / "swarm" / model.name / model.config.variant / args.bounds).absolute()
+    out = Path(args.out or DEFAULT_OUT / "swarm" / model.name / model.config.variant_name / args.bounds).absolute()
     with replacing(out) as staging:
         spark = start_spark(args.master, _settings(args.conf, "--conf"), ship=args.ship, models=(model.name,)) \
             if args.engine == "spark" else None
@@ -301,7 +301,7 @@ def cmd_swarm(args) -> int:
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:
-        print(f"{model.name} variant {model.config.variant}: {result.walks:,} walks of at most {result.steps} "
+        print(f"{model.name} variant {model.config.variant_name}: {result.walks:,} walks of at most {result.steps} "
               f"steps (seed {result.seed}, engine {result.engine}): {result.total_steps:,} steps in "
               f"{result.seconds:.2f}s")
         for v, path in zip(result.violations, result.trace_files):

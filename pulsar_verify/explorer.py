@@ -33,7 +33,7 @@ def new_result(model: Model, **kw) -> Result:
     """The result a run of ``model`` fills: the properties it checks (all declared, or the one ``only``
     kept, and deadlock freedom) and the symmetry it reduces by."""
     kept = {p.id for p in (*model.invariants, *model.action_properties, *model.liveness)}
-    return Result(model.name, model.config.variant, model.config.as_dict(), reduction=model.reduction,
+    return Result(model.name, model.config.variant_name, model.config.as_dict(), reduction=model.reduction,
                   properties=[(p.id, p.kind) for p in model.props if p.id in kept]
                   + ([(DEADLOCK.id, DEADLOCK.kind)] if model.checks_deadlock else []),
                   **kw)

@@ -131,5 +131,5 @@ def machine_for(model: Model, out_dir: Path | None = None) -> type[RuleBasedStat
                 if not prop.check(model, self.states[-1]):
                     self._fail(prop)
 
-    ModelMachine.__name__ = f"{model.name}_{model.config.variant}".replace("-", "_")
+    ModelMachine.__name__ = f"{model.name}_{model.config.variant_name}".replace("-", "_")
     return ModelMachine

@@ -84,7 +84,7 @@ def trace_document(model: Model, states: list, actions: list[Action], violation:
         "source": "pulsar-verify",
         "tool-version": __version__,
         "model": model.name,
-        "variant": model.config.variant,
+        "variant": model.config.variant_name,
         "config": {k: to_itf(x) for k, x in model.config.as_dict().items()},
         "violation": violation,
         "description": f"{violation.get('kind')} {violation.get('property')} violated: "

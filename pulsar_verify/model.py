@@ -179,13 +179,23 @@ def variants_of(as_written: str, fixes: dict[str, str], mutants: dict[str, str])
 
 class Config:
     """Bounds, fault switches and the variant of one model instance (immutable). Each value is an
-    attribute of the instance (``config.txns``): models read them on every step."""
+    attribute of the instance (``config.txns``): models read them on every step. Models read the
+    variant as ``config.variant``; the checker reads its name as ``config.variant_name``, which is
+    the same string unless the run records what the model asks of its variant (``asking``)."""
 
     def __init__(self, variant: str, values: dict[str, Any]):
-        clash = {"variant", "_values", "as_dict"} & set(values)
+        clash = {"variant", "variant_name", "questions", "_values", "as_dict", "asking"} & set(values)
         if clash:
             raise ModelDefinitionError(f"a model setting may not be named {sorted(clash)[0]!r}")
-        self.__dict__.update(values, variant=variant, _values=dict(values))
+        self.__dict__.update(values, variant=variant, variant_name=variant, questions=None, _values=dict(values))
+
+    def asking(self, questions) -> "Config":
+        """This config for a run that notes each question the model asks of its variant in ``questions``
+        (``pulsar_verify.asked``)."""
+        from .asked import AskedName
+        out = Config(self.variant_name, self._values)
+        out.__dict__.update(variant=AskedName(self.variant_name, questions), questions=questions)
+        return out
 
     def __setattr__(self, key, value):
         raise AttributeError("Config is immutable")
@@ -195,7 +205,7 @@ class Config:
 
     def __repr__(self) -> str:
         vals = " ".join(f"{k}={v}" for k, v in self.as_dict().items())
-        return f"variant={self.variant} {vals}"
+        return f"variant={self.variant_name} {vals}"
 
 
 class Model:
@@ -227,7 +237,11 @@ class Model:
 
     def __init__(self, config: Config):
         self.config = config
-        self.fixes = self.variant_named(config.variant).fixes
+        fixes = self.variant_named(config.variant_name).fixes
+        if config.questions is not None:
+            from .asked import AskedFixes
+            fixes = AskedFixes(fixes, config.questions)
+        self.fixes = fixes
         self.props = list(self.declared_properties())
         self.invariants = [p for p in self.props if p.kind == "invariant"]
         self.action_properties = [p for p in self.props if p.kind == "action"]

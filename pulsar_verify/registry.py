@@ -53,11 +53,13 @@ def model_class(name: str) -> type[Model]:
 
 
 def build(name: str, variant: str | None = None, overrides: dict[str, str] | None = None,
-          values: dict | None = None, preset: str = "default", reduction: bool = True) -> Model:
+          values: dict | None = None, preset: str = "default", reduction: bool = True, questions=None) -> Model:
     """``variant``: by default the model's baseline (``as-written``). ``reduction=False``: without
-    symmetry reduction (the full search)."""
+    symmetry reduction (the full search). ``questions``: a ``pulsar_verify.asked.Questions`` that notes
+    what the model asks of its variant."""
     cls = model_class(name)
-    model = cls(cls.make_config(variant, overrides, values, preset))
+    config = cls.make_config(variant, overrides, values, preset)
+    model = cls(config if questions is None else config.asking(questions))
     return model if reduction else model.full_search()
 
 

@@ -390,9 +390,16 @@ def model_page(cls: type[Model], table: dict, rows, plots: list[str], proofs: li
     if plots:
         lines += ["## State space and coverage", ""] + [f"![{p}]({p})" for p in plots] + [""]
     mine = [(variant, preset, engine, r) for name, variant, preset, engine, _, r in rows if name == cls.name]
-    lines += [f"<details><summary>Every run ({len(mine)})</summary>", "",
-              "| variant | bounds | engine | states | depth | seconds | violated |", "|---|---|---|---:|---:|---:|---|"]
-    lines += [f"| `{variant}` | `{preset}` | {engine} | {r.distinct_states:,} | {r.depth} | {r.seconds:.2f} | "
+    reused = sum(1 for *_, r in mine if r.reused_from)
+    lines += [f"<details><summary>Every run ({len(mine)})</summary>", ""]
+    if reused:
+        lines += [f"{reused} of these runs are another variant's run at the same bounds (\"as `as-written`\" "
+                  "under seconds): every question the model asked of its variant in that run (is this fix "
+                  "applied? is this the variant named?) has the same answer under both, so the runs are the "
+                  "same, state for state (`pulsar_verify/asked.py`).", ""]
+    lines += ["| variant | bounds | engine | states | depth | seconds | violated |", "|---|---|---|---:|---:|---:|---|"]
+    lines += [f"| `{variant}` | `{preset}` | {engine} | {r.distinct_states:,} | {r.depth} | "
+              f"{f'as `{r.reused_from}`' if r.reused_from else f'{r.seconds:.2f}'} | "
               f"{', '.join(v.prop.id for v in r.violations) or '—'} |" for variant, preset, engine, r in mine]
     return "\n".join(lines + ["", "</details>"]) + "\n"
 

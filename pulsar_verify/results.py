@@ -48,6 +48,10 @@ class Result:
     trace_files: list = attrs.Factory(list)
     properties: list = attrs.Factory(list)  # (id, kind) of every property the model was run with
     reduction: str = ""  # the symmetry the search reduced by ('' for the full search)
+    # The questions the model asked of its variant (``pulsar_verify.asked``) when they were recorded,
+    # None otherwise; and the variant whose run this is, when it is another variant's (``review``).
+    asked: frozenset | None = None
+    reused_from: str = ""
 
     @property
     def properties_checked(self) -> list[str]:
@@ -74,4 +78,5 @@ class Result:
             "properties_checked": self.properties_checked,
             "properties_not_checked": [pid for pid, _ in self.properties if pid not in self.properties_checked],
             "level_sizes": self.level_sizes, "trace_files": [str(p) for p in self.trace_files],
+            **({"reused_from": self.reused_from} if self.reused_from else {}),
         }

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import queue
 import sys
 import threading
 import traceback
 from pathlib import Path
 
+import attrs
+
 from . import registry, report
+from .asked import Questions, same_run
 from .engines import run_exploration, write_results
 from .model import Model, UsageError
 from .outdir import replacing, write_text
@@ -58,17 +62,34 @@ def _hypothesis_variants(cls) -> list[str]:
     return [cls.baseline()] + ([best] if best else []) if cls.hypothesis_bounds else []
 
 
-def _one_run(name, variant, preset, engine, into: Path, final: Path, master="local[*]"):
-    """One exploration and its files: the Result, or the traceback of a model error (a string)."""
-    model = registry.build(name, variant, preset=preset)
+def _one_run(name, variant, preset, engine, into: Path, final: Path, master="local[*]", ask=False):
+    """One exploration and its files: the Result, or the traceback of a model error (a string). ``ask``:
+    the Result also holds the questions the model asked of its variant (``asked``)."""
+    questions = Questions() if ask else None
+    model = registry.build(name, variant, preset=preset, questions=questions)
     try:
         result = run_exploration(model, engine, master=master, out=into, fresh=True)
     except UsageError:
         raise
     except Exception as exc:
         return f"{name} {variant} {preset} {engine}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+    if questions is not None:
+        result.asked = questions.frozen()
     write_results(model, result, into, final)
     return result
+
+
+def _reuse(name: str, variant: str, preset: str, sources: dict, into: Path, final: Path):
+    """The run of ``variant`` at ``preset`` as one of ``sources`` (variant -> its Result with the questions
+    its model asked) whose every question ``variant`` answers alike, with its files; None if there is none."""
+    cls = registry.model_class(name)
+    for source, result in sources.items():
+        if not isinstance(result, str) and same_run(cls.variant_named(source), cls.variant_named(variant),
+                                                    result.asked):
+            reused = attrs.evolve(result, variant=variant, reused_from=source, seconds=0.0, trace_files=[])
+            write_results(registry.build(name, variant, preset=preset), reused, into, final)
+            return reused
+    return None
 
 
 def _local_job(job):
@@ -81,7 +102,7 @@ def _local_job(job):
         from .hypo import run_machine
         cls = registry.model_class(name)
         return job, run_machine(cls(cls.make_config(variant, values=cls.hypothesis_bounds)), into, nightly)
-    return job, _one_run(name, variant, preset, "local", into, final)
+    return job, _one_run(name, variant, preset, "local", into, final, ask=kind == "source")
 
 
 def _progress(name, variant, preset, engine, outcome) -> None:
@@ -89,8 +110,9 @@ def _progress(name, variant, preset, engine, outcome) -> None:
         print(f"model error: {outcome.splitlines()[0]}", file=sys.stderr, flush=True)
         return
     violated = ", ".join(v.prop.id for v in outcome.violations) or "-"
+    took = f"as {outcome.reused_from}" if outcome.reused_from else f"{outcome.seconds:7.2f}s"
     print(f"{name:<9} {variant:<36} {preset:<14} {engine:<6} {outcome.distinct_states:>9,} states "
-          f"{outcome.seconds:7.2f}s  violated: {violated}", flush=True)
+          f"{took}  violated: {violated}", flush=True)
 
 
 def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
@@ -99,14 +121,49 @@ def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
     into the registry), each in a worker process (forked before any Spark session starts); the
     machines first (shrinking a failure takes seconds to tens of seconds, so they run beside the explorations), on
     ``pool`` (or in this process if it is None). Each run is the one-process run, so counts, verdicts
-    and counterexamples are the same for any number of workers. Each line is printed as its job ends."""
+    and counterexamples are the same for any number of workers. Each line is printed as its job ends.
+
+    At each bound set, as-written and all-fixes run first, noting the questions their models ask of
+    their variant (``pulsar_verify.asked``); another variant that answers each of one's questions alike
+    has that run (``_reuse``), and only the others are explored."""
     from .properties import registry as obligations
     every = obligations()
+    anchors = {n: _anchors(registry.model_class(n)) for n in {r[0] for r in runs}}
     jobs = [("hypothesis", n, v, None, staging / n / v / "hypothesis", None, nightly) for n, v in machines]
     jobs += [("z3", every[i].model, None, i, None, None, nightly) for i in proofs]
-    jobs += [("local", n, v, p, staging / n / v / p / "local", out / n / v / p / "local", nightly) for n, v, p, _ in runs]
-    done, hypothesis, verdicts = {}, {}, {}
-    for (kind, name, variant, preset, *_), outcome in (pool.imap_unordered if pool else map)(_local_job, jobs):
+    waiting: dict = {}  # (model, bounds) -> the runs that wait for its anchors' runs
+    for n, v, p, _ in runs:
+        job = ("source" if v in anchors[n] else "local", n, v, p, staging / n / v / p / "local",
+               out / n / v / p / "local", nightly)
+        if job[0] == "source":
+            jobs.append(job)
+        else:
+            waiting.setdefault((n, p), []).append(job)
+    expected = {(n, p): {j[2] for j in jobs if j[0] == "source" and (j[1], j[3]) == (n, p)} for n, p in waiting}
+    finished: queue.Queue = queue.Queue()
+    outstanding = 0
+
+    def start(job):
+        nonlocal outstanding
+        outstanding += 1
+        if pool is None:
+            finished.put(_local_job(job))
+        else:
+            pool.apply_async(_local_job, (job,), callback=finished.put,
+                             error_callback=lambda exc: finished.put((None, exc)))
+
+    for job in jobs:
+        start(job)
+    for key in [k for k, want in expected.items() if not want]:  # no anchor at these bounds
+        for job in waiting.pop(key):
+            start(job)
+    done, hypothesis, verdicts, sources = {}, {}, {}, {}
+    while outstanding:
+        job, outcome = finished.get()
+        outstanding -= 1
+        if job is None:
+            raise outcome
+        kind, name, variant, preset, *_ = job
         if kind == "z3":
             o = every[preset]
             verdicts[preset] = outcome
@@ -120,6 +177,18 @@ def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
             continue
         _progress(name, variant, preset, "local", outcome)
         done[name, variant, preset] = outcome
+        if kind != "source":
+            continue
+        got = sources.setdefault((name, preset), {})
+        got[variant] = outcome
+        if (name, preset) in waiting and set(got) == expected[name, preset]:
+            for later in waiting.pop((name, preset)):
+                reused = _reuse(name, later[2], preset, got, *later[4:6])
+                if reused is None:
+                    start(later)
+                else:
+                    _progress(name, later[2], preset, "local", reused)
+                    done[name, later[2], preset] = reused
     return done, hypothesis, verdicts
 
 
@@ -154,8 +223,9 @@ def _alongside(local: tuple, nightly: bool, workers: int, spark) -> tuple[dict, 
     return done, hypothesis, verdicts
 
 
-def _cross_checked(cls) -> set[str]:
-    """The variants whose default bounds Spark runs too: as written, and with every fix."""
+def _anchors(cls) -> set[str]:
+    """As written, and with every fix: the variants Spark runs too at the default bounds, and whose runs
+    the other variants' runs may be (``_reuse``)."""
     return {cls.baseline(), cls.best_variant()} - {None}
 
 
@@ -207,7 +277,7 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
                         engines_here = ["spark"] if "spark" in engines else ["local"]
                     else:
                         engines_here = [e for e in engines if e == "local"
-                                        or (preset == "default" and variant in _cross_checked(cls))]
+                                        or (preset == "default" and variant in _anchors(cls))]
                     runs += [(cls.name, variant, preset, engine) for engine in engines_here]
         machines = [(cls.name, variant) for cls in classes for variant in _hypothesis_variants(cls)]
         names = {cls.name for cls in classes}

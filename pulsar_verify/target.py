@@ -255,7 +255,7 @@ def explanation(model: TargetSearch, r: Reach, trace: Path) -> str:
         f"# {model.name}: target reached in {r.length} steps",
         "",
         f"- **Target:** {model.statement} ({model.props[0].section})",
-        f"- **Model:** {model.name}, variant `{c.variant}`, bounds {' '.join(f'{k}={v}' for k, v in c.as_dict().items())}",
+        f"- **Model:** {model.name}, variant `{c.variant_name}`, bounds {' '.join(f'{k}={v}' for k, v in c.as_dict().items())}",
         f"- **Shortest trace:** {r.length} steps, found among {r.distinct_states:,} states by breadth-first search",
         f"- **Replay:** `pulsar-verify replay {trace}`; against a fix: `--variant NAME`",
         "",

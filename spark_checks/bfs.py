@@ -59,7 +59,7 @@ _models: dict = {}
 def model_spec(model: Model) -> tuple:
     """What an executor needs to rebuild ``model``: plain, picklable data (with a target search's aim)."""
     aim = model.aim if isinstance(model, TargetSearch) else None
-    return (model.name, model.config.variant, tuple(sorted(model.config.as_dict().items())),
+    return (model.name, model.config.variant_name, tuple(sorted(model.config.as_dict().items())),
             bool(model.reduction), aim)
 
 
@@ -326,7 +326,7 @@ class SparkExplorer:
         self.fresh = fresh
         self.spec = model_spec(model)
         self.parts = partitions or max(2, self.sc.defaultParallelism)
-        self.identity = {"model": model.name, "variant": model.config.variant,
+        self.identity = {"model": model.name, "variant": model.config.variant_name,
                          "config": json.loads(json.dumps(model.config.as_dict())), "graph": self.graph,
                          "reduction": model.reduction,
                          **({"target": self.spec[4].as_dict()} if self.spec[4] else {})}

@@ -105,7 +105,7 @@ def swarm(model: Model, *, walks: int, steps: int, seed: int, engine: str = "loc
                 .mapPartitions(lambda idx: _walks(spec, seed, steps, list(idx))).collect())
     else:
         done = list(_walks(spec, seed, steps, range(walks)))
-    result = SwarmResult(model.name, model.config.variant, model.config.as_dict(), engine, walks, steps, seed)
+    result = SwarmResult(model.name, model.config.variant_name, model.config.as_dict(), engine, walks, steps, seed)
     result.total_steps = sum(len(w.actions) for w in done)
     best: dict[str, Walk] = {}
     for w in done:  # the shortest per property; ties go to the earlier walk

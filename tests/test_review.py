@@ -92,10 +92,10 @@ def test_a_spark_run_that_disagrees_with_the_in_process_run_is_an_internal_error
     """The review's Spark runs are a cross-check of the engines: the same states, depth, violated
     properties and counterexample lengths as the in-process run, or an error naming both."""
     from pulsar_verify.explorer import explore
-    from pulsar_verify.review import _cross_checked, _disagreements, _said
+    from pulsar_verify.review import _anchors, _disagreements, _said
 
     cls = registry.model_class("toy-lock")
-    assert _cross_checked(cls) == {"as-written", "all-fixes"}
+    assert _anchors(cls) == {"as-written", "all-fixes"}
     local, _ = explore(registry.build("toy-lock", "as-written"))
     same, _ = explore(registry.build("toy-lock", "as-written"))
     key = ("toy-lock", "as-written", "default")
