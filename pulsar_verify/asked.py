@@ -49,13 +49,19 @@ def _whole(name: str):
     return method
 
 
-class AskedFixes:
-    """``m.fixes`` of a recorded run: membership and intersection note the fixes asked about."""
+class _Asked:
+    """A variant's fixes or name in a recorded run: the value, and the run's ``Questions``."""
 
     __slots__ = ("_value", "_q")
 
-    def __init__(self, value: frozenset, questions: Questions):
+    def __init__(self, value, questions: Questions):
         self._value, self._q = value, questions
+
+
+class AskedFixes(_Asked):
+    """``m.fixes`` of a recorded run: membership and intersection note the fixes asked about."""
+
+    __slots__ = ()
 
     def __contains__(self, fix) -> bool:
         self._q.asked.add(("fix", fix))
@@ -73,14 +79,10 @@ class AskedFixes:
         return not self & other
 
 
-
-class AskedName:
+class AskedName(_Asked):
     """``config.variant`` of a recorded run: ``==`` and ``!=`` note the name compared with."""
 
-    __slots__ = ("_value", "_q")
-
-    def __init__(self, value: str, questions: Questions):
-        self._value, self._q = value, questions
+    __slots__ = ()
 
     def __eq__(self, other) -> bool:
         self._q.asked.add(("variant", other))
