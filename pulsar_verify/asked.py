@@ -73,10 +73,6 @@ class AskedFixes(_Asked):
         return self._value & other
 
     __rand__ = __and__
-    intersection = __and__
-
-    def isdisjoint(self, other) -> bool:
-        return not self & other
 
 
 class AskedName(_Asked):
