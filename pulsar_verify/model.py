@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import attrs
 
+from .asked import AskedFixes, AskedName
 
 class Action(NamedTuple):
     """An action as plain data: a label and its parameters, e.g. ``commit(txn=1)``."""
@@ -192,7 +193,6 @@ class Config:
     def asking(self, questions) -> "Config":
         """This config for a run that notes each question the model asks of its variant in ``questions``
         (``pulsar_verify.asked``)."""
-        from .asked import AskedName
         out = Config(self.variant_name, self._values)
         out.__dict__.update(variant=AskedName(self.variant_name, questions), questions=questions)
         return out
@@ -239,7 +239,6 @@ class Model:
         self.config = config
         fixes = self.variant_named(config.variant_name).fixes
         if config.questions is not None:
-            from .asked import AskedFixes
             fixes = AskedFixes(fixes, config.questions)
         self.fixes = fixes
         self.props = list(self.declared_properties())

@@ -1,6 +1,6 @@
 """The design-review run (the main job): every model, variant and bound set explored (or known to be
-as-written's or all-fixes' run at those bounds, ``_reuse``), Hypothesis on as-written and all-fixes, the Z3 obligations, then the report (``report``) and the comparison with
-the recorded verdicts. Everything it reads is checked before the first exploration; the report
+as-written's or all-fixes' run at those bounds, ``_reuse``), Hypothesis on as-written and all-fixes,
+the Z3 obligations, then the report (``report``) and the comparison with the recorded verdicts. Everything it reads is checked before the first exploration; the report
 directory is replaced whole when the run ends, or left as it was."""
 from __future__ import annotations
 
@@ -79,17 +79,22 @@ def _one_run(name, variant, preset, engine, into: Path, final: Path, master="loc
     return result
 
 
+def standing_for(cls, variant: str, sources: dict) -> str | None:
+    """The variant among ``sources`` (variant -> its Result, holding the questions its model asked, or a
+    model error) whose run is ``variant``'s: each question asked has the same answer under both."""
+    return next((source for source, result in sources.items() if not isinstance(result, str)
+                 and same_run(cls.variant_named(source), cls.variant_named(variant), result.asked)), None)
+
+
 def _reuse(name: str, variant: str, preset: str, sources: dict, into: Path, final: Path):
-    """The run of ``variant`` at ``preset`` as one of ``sources`` (variant -> its Result with the questions
-    its model asked) whose every question ``variant`` answers alike, with its files; None if there is none."""
-    cls = registry.model_class(name)
-    for source, result in sources.items():
-        if not isinstance(result, str) and same_run(cls.variant_named(source), cls.variant_named(variant),
-                                                    result.asked):
-            reused = attrs.evolve(result, variant=variant, reused_from=source, seconds=0.0, trace_files=[])
-            write_results(registry.build(name, variant, preset=preset), reused, into, final)
-            return reused
-    return None
+    """The run of ``variant`` at ``preset`` as the one of ``sources`` that stands for it, with its files;
+    None if there is none."""
+    source = standing_for(registry.model_class(name), variant, sources)
+    if source is None:
+        return None
+    reused = attrs.evolve(sources[source], variant=variant, reused_from=source, seconds=0.0, trace_files=[])
+    write_results(registry.build(name, variant, preset=preset), reused, into, final)
+    return reused
 
 
 def _local_job(job):
@@ -132,14 +137,15 @@ def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
     jobs = [("hypothesis", n, v, None, staging / n / v / "hypothesis", None, nightly) for n, v in machines]
     jobs += [("z3", every[i].model, None, i, None, None, nightly) for i in proofs]
     waiting: dict = {}  # (model, bounds) -> the runs that wait for its anchors' runs
+    expected: dict = {}  # (model, bounds) -> the anchors that run there
     for n, v, p, _ in runs:
         job = ("source" if v in anchors[n] else "local", n, v, p, staging / n / v / p / "local",
                out / n / v / p / "local", nightly)
         if job[0] == "source":
             jobs.append(job)
+            expected.setdefault((n, p), set()).add(v)
         else:
             waiting.setdefault((n, p), []).append(job)
-    expected = {(n, p): {j[2] for j in jobs if j[0] == "source" and (j[1], j[3]) == (n, p)} for n, p in waiting}
     finished: queue.Queue = queue.Queue()
     outstanding = 0
 
@@ -154,7 +160,7 @@ def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
 
     for job in jobs:
         start(job)
-    for key in [k for k, want in expected.items() if not want]:  # no anchor at these bounds
+    for key in set(waiting) - set(expected):  # no anchor at these bounds
         for job in waiting.pop(key):
             start(job)
     done, hypothesis, verdicts, sources = {}, {}, {}, {}

@@ -12,7 +12,7 @@ from pulsar_verify import registry
 from pulsar_verify.asked import AskedFixes, AskedName, Questions, same_run
 from pulsar_verify.engines import run_exploration
 from pulsar_verify.model import Variant
-from pulsar_verify.review import _anchors
+from pulsar_verify.review import _anchors, standing_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,13 +75,14 @@ def reuse_mismatches(name: str, preset: str, build=registry.build) -> tuple[int,
     sources = {}
     for anchor in _anchors(cls):
         q = Questions()
-        sources[anchor] = run_exploration(build(name, anchor, preset=preset, questions=q), "local"), q.frozen()
+        sources[anchor] = run_exploration(build(name, anchor, preset=preset, questions=q), "local")
+        sources[anchor].asked = q.frozen()
     reused, wrong = 0, []
-    for variant in set(cls.variant_names()) - set(sources):
-        hit = next((r for a, (r, q) in sources.items() if same_run(cls.variant_named(a), cls.variant_named(variant), q)), None)
-        if hit is not None:
+    for variant in sorted(set(cls.variant_names()) - set(sources)):
+        source = standing_for(cls, variant, sources)
+        if source is not None:
             reused += 1
-            if _said(run_exploration(build(name, variant, preset=preset), "local")) != _said(hit):
+            if _said(run_exploration(build(name, variant, preset=preset), "local")) != _said(sources[source]):
                 wrong.append(variant)
     return reused, wrong
 
