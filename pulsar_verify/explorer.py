@@ -89,13 +89,20 @@ class _Worker:
     successors it found: a new state is owned by the worker that found it first, unless that worker
     has more than its share of the next level (then its encoding goes to one that has less). Other
     states never leave the process that made them: what goes to the parent is, per state, the
-    indices of the invariants it breaks, its liveness label, whether it is a deadlock, and its
-    successors as (action number, fingerprint) with the indices of the action properties each step
-    breaks; an action is sent once, then named by its number."""
+    indices of the invariants it breaks, its liveness label, whether it is a deadlock, its number of
+    successors, its successors as (action number, fingerprint) and the steps that break an action
+    property as (action number, property index); an action is sent once, then named by its number.
+
+    Without a liveness graph, a successor the worker has met before (``seen``: at an earlier level, or
+    earlier in this one) is neither kept nor sent. Everything a worker sent at an earlier level is in
+    the parent's visited set, and its earlier mention in this level comes first in frontier order,
+    so the parent would file it under the same parent either way; dropping it frees the duplicate at
+    once, as the one-process search does, instead of holding it to the end of the level."""
 
     def __init__(self, ex: "Explorer", conn, mine: list):
         self.ex, self.conn, self.mine = ex, conn, mine
         self.found: dict[int, Any] = {}
+        self.seen: set[int] | None = None if ex.graph is not None else set()
         self.numbers: dict[Action, int] = {}
 
     def serve(self) -> None:
@@ -119,32 +126,36 @@ class _Worker:
         invariants = [p.check for p in model.invariants]
         action_props = [p.check for p in model.action_properties]
         goals = [(p.trigger, p.goal) for p in model.liveness] if ex.graph is not None else None
-        found, numbers = self.found, self.numbers
+        found, numbers, seen = self.found, self.numbers, self.seen
         for lo in range(0, len(self.mine), CHUNK):
             rows, new_actions, coverage = [], [], Counter()
             for s in self.mine[lo:lo + CHUNK]:
                 broken = tuple(i for i, check in enumerate(invariants) if not check(model, s))
                 label = None if goals is None else goal_flags(model, goals, s)
                 if broken or not expand:
-                    rows.append((broken, label, False, (), (), ()))
+                    rows.append((broken, label, False, 0, (), (), ()))
                     continue
                 succ = model.successors(s)
                 aids, fps, failed = [], [], []
-                for k, (a, t) in enumerate(succ):
-                    for i, check in enumerate(action_props):
-                        if not check(model, s, a, t):
-                            failed.append((k, i))
-                    tf = key(t)
-                    if tf not in found:
-                        found[tf] = t
+                for a, t in succ:
                     n = numbers.get(a)
                     if n is None:
                         n = numbers[a] = len(numbers)
                         new_actions.append(a)
+                    for i, check in enumerate(action_props):
+                        if not check(model, s, a, t):
+                            failed.append((n, i))
+                    coverage[a.name] += 1
+                    tf = key(t)
+                    if seen is not None:
+                        if tf in seen:
+                            continue
+                        seen.add(tf)
+                    if tf not in found:
+                        found[tf] = t
                     aids.append(n)
                     fps.append(tf)
-                    coverage[a.name] += 1
-                rows.append((broken, label, not succ and not model.is_terminal(s), aids, fps, failed))
+                rows.append((broken, label, not succ and not model.is_terminal(s), len(succ), aids, fps, failed))
             send(("ok", rows, new_actions, coverage))
 
 
@@ -448,7 +459,7 @@ class Explorer:
                 rows_of[w], taken[w] = rows, 0
                 actions[w] += new_actions
                 coverage.update(counts)
-            broken, label, dead, aids, fps, failed = rows[taken[w]]
+            broken, label, dead, out, aids, fps, failed = rows[taken[w]]
             taken[w] += 1
             if label is not None:
                 labels[fp] = (depth, label)
@@ -459,9 +470,9 @@ class Explorer:
             if dead:
                 report(DEADLOCK, fp)
             named = actions[w]
-            for k, i in failed:
-                report(action_props[i], fp, (named[aids[k]], None))
-            transitions += len(fps)
+            for n, i in failed:
+                report(action_props[i], fp, (named[n], None))
+            transitions += out
             if graph is not None:
                 graph[fp] = [(named[n], tf) for n, tf in zip(aids, fps)]
             for n, tf in zip(aids, fps):

@@ -196,19 +196,25 @@ def signature(result) -> tuple:
     ("pip-373", "as-written", "default", None), ("pip-468", "as-written", "session-failover", None),
     ("pip-477", "as-written", "cursor", None), ("pip-477", "all-fixes", "rollback-old-down", None),
     ("v4-txn", "as-written", "two-txns", 12)])
-def test_several_workers_give_the_one_process_run(name, variant, preset, depth):
+@pytest.mark.parametrize("liveness", [True, False])
+def test_several_workers_give_the_one_process_run(name, variant, preset, depth, liveness):
     """``explore --workers``: the same states in the same order, so the same counts, verdicts and
-    counterexamples (deadlocks and lassos included), complete or cut at a depth."""
-    one, _ = explore(registry.build(name, variant, preset=preset), max_depth=depth)
-    two, _ = explore(registry.build(name, variant, preset=preset), max_depth=depth, workers=2)
+    counterexamples (deadlocks and lassos included), complete or cut at a depth; with the liveness
+    graph (every edge sent) and without it (a worker sends only the successors it has not met)."""
+    one, _ = explore(registry.build(name, variant, preset=preset), max_depth=depth, check_liveness=liveness)
+    two, _ = explore(registry.build(name, variant, preset=preset), max_depth=depth, workers=2,
+                     check_liveness=liveness)
     assert signature(two) == signature(one)
 
 
-def test_three_workers_share_uneven_levels():
+@pytest.mark.parametrize("liveness", [True, False])
+def test_three_workers_share_uneven_levels(liveness):
     """Three workers on two cores: levels that do not split evenly, states handed between workers at
     every level (the single initial state's worker finds the whole second level), the same run."""
-    one, _ = explore(registry.build("pip-473", "as-written", preset="faults"), max_depth=9)
-    three, _ = explore(registry.build("pip-473", "as-written", preset="faults"), max_depth=9, workers=3)
+    one, _ = explore(registry.build("pip-473", "as-written", preset="faults"), max_depth=9,
+                     check_liveness=liveness)
+    three, _ = explore(registry.build("pip-473", "as-written", preset="faults"), max_depth=9, workers=3,
+                       check_liveness=liveness)
     assert signature(three) == signature(one)
 
 
