@@ -16,8 +16,6 @@ PROPERTIES = PropertySet()
 
 TABLE = "Critical Invariants"
 DROPS_UNKNOWN = "mutant:old-reader-drops-unknown"
-SCHEMA_WORK = ("build", "promote_schema_read", "promote_schema_cas", "promote_schema_conflict", "start_cleanup",
-               "cleanup_delete", "cleanup_status_old", "cleanup_status_new", "cleanup_status", "rollback_schema")
 
 
 def i1(m, s):
@@ -91,10 +89,12 @@ def i13(m, s):
     return s.own is None or s.own.info == s.cursor
 
 
-def i14(m, s, a, t):
-    if a.name not in SCHEMA_WORK:
-        return True
-    return a.param("broker") == s.directive[1]
+def i14(m, s):
+    """Checked where it is decided: a broker other than the directive's origin that starts an orchestrator
+    (Phase 3 step 4: "Non-origin brokers do not start an orchestrator") would run schema BUILD, PROMOTE
+    and CLEANUP there; stated over the state, the run stops at that broker's watch or restart, so a
+    variant that breaks it is not explored through every interleaving of two orchestrators."""
+    return s.directive is None or all(b == s.directive[1] for b, x in enumerate(s.brokers) if x.orchestrator)
 
 
 def i15(m, s, a, t):
@@ -183,8 +183,9 @@ P.invariant("I12", "Broker-ZK has exactly one cluster with status=ACTIVE (split-
             f"{TABLE} I12; Phase 6.2; Key Principles")(i12)
 P.invariant("I13", "The topic owner's in-memory ManagedCursorInfo equals the cursor znode (owner desynchronized "
             "from ZK)", f"{TABLE} I13; Cursor PROMOTE (forwarded to topic owner)")(i13)
-P.action_property("I14", "Schema BUILD/PROMOTE/CLEANUP run only on the directive's origin broker (cross-broker "
-                  "scheduling)", f"{TABLE} I14; Phase 3 step 4; Schema Ledger BUILD (centralized)")(i14)
+P.invariant("I14", "Only the directive's origin broker runs the orchestrator, so schema BUILD/PROMOTE/CLEANUP run "
+            "there centrally (cross-broker scheduling)", f"{TABLE} I14; Phase 3 step 4; Schema Ledger BUILD "
+            "(centralized)")(i14)
 P.action_property("I15", "The delete path and the first open of the last ledger on topic load route by the ledger's "
                   "attribution, not the constructor-captured client (NoSuchLedger: orphan bytes / topic load "
                   "failure)", f"{TABLE} I15; S2")(i15)
@@ -209,6 +210,20 @@ P.invariant("unacked-messages-kept", "Retention never drops a ledger holding a m
              "'Source ledger unreadable', 'LedgerExistException + LAC mismatch': 'Record in failedLedgers'")
 def failed_ledgers_from_old_cluster(m, s):
     return s.progress is None or s.progress.failed <= s.allocated[OLD] | s.borrowed
+
+
+@P.action_property("build-idempotent", "BUILD is idempotent across broker restarts: it reports a ledger failed only "
+                   "when the old cluster cannot serve the source or the new cluster holds another ledger under its "
+                   "id, never because of a copy of its own that a restart interrupted or that the source outgrew "
+                   "before it was recorded (such a ledger could never be moved: every retried switch fails it again)",
+                   "Phase 4: 'Idempotency on LedgerExistException' ('BUILD retry / partial prior run'); Failure "
+                   "Handling: BUILD rows, 'operator can retry switch'; PROMOTE row: 'orchestrator is idempotent'")
+def build_idempotent(m, s, a, t):
+    if a.name not in ("build", "build_add"):
+        return True
+    lid = a.param("ledger")
+    newly = lid in t.progress.failed and lid not in s.progress.failed
+    return not newly or not readable(s, OLD, lid, 0) or lid in s.allocated[NEW]
 
 
 P.action_property("locator-version-bumps", "Every write of the SchemaLocator znode bumps its version, so a "

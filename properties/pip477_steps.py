@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import z3
 
+from pulsar_verify.findings import catalogue
+from pulsar_verify.models.pip477.model import Pip477
+
 from .obligations import UNKNOWN, VIOLATED, Obligation, StateVars, StepEncoding, Verdict, explorer_depth
 
 OLD, NEW, USER = 1, 2, 3
@@ -43,9 +46,10 @@ MAXID, ENTRIES, RPCS = 7, 3, 2  # the explorer reaches ids up to 6, 3 entries a 
 BUDGETS = ("publish", "roll", "put_schema", "move", "restart", "old_down", "rollback", "sub_property", "close_client")
 FAILURES = ("data", "cursor", "schema")
 IDS = tuple(range(1, MAXID + 1))
-INVARIANTS = ("I1", "I2", "I3", "I6", "I7", "I8", "I11", "I12", "I13", "I16", "position-not-rewound",
+INVARIANTS = ("I1", "I2", "I3", "I6", "I7", "I8", "I11", "I12", "I13", "I14", "I16", "position-not-rewound",
               "no-publish-pause")
-ACTIONS = ("I4", "I5", "I9", "I10", "I14", "I15", "rollback-keeps-reads", "rollback-keeps-business-znodes")
+ACTIONS = ("I4", "I5", "I9", "I10", "I15", "rollback-keeps-reads", "rollback-keeps-business-znodes",
+           "build-idempotent")
 SECTION = ("PIP-477 Switch Phases 1-7 (BUILD, PROMOTE, CLEANUP, ROLLBACK), Write-Path Stamping, Read-Path "
            "Routing, Wiring on Broker Start, Data Plane Continuity, Critical Invariants I1-I16")
 
@@ -80,6 +84,7 @@ class Pip477Steps(StepEncoding):
         for b in self.brokers:
             ints += [f"active{b}", f"epoch{b}", f"req{b}", f"pread{b}", f"pread_n{b}"]
             ints += [f"ps_l{b}", f"ps_c{b}", f"ps_v{b}"]
+            ints += [f"cp{b}_{lid}" for lid in IDS] + [f"cpk{b}_{lid}" for lid in IDS]
             ints += [f"pread_{x}{b}_{i}" for x in ("l", "attr", "hash") for i in self.schemas]
             bools += [f"up{b}", f"orch{b}"]
         ints += [f"b_{k}" for k in BUDGETS] + [f"cur{i}" for i in range(2)]
@@ -371,7 +376,14 @@ class Pip477Steps(StepEncoding):
 
     def forgotten(self, b: int) -> dict:
         """What broker ``b``'s restart loses of its metadata writes in flight."""
-        return {**self.unread(b), f"ps_l{b}": 0, f"ps_c{b}": 0, f"ps_v{b}": 0, f"req{b}": NONE}
+        return {**self.unread(b), f"ps_l{b}": 0, f"ps_c{b}": 0, f"ps_v{b}": 0, f"req{b}": NONE,
+                **self.uncopied(b, IDS)}
+
+    @staticmethod
+    def uncopied(b: int, lids) -> dict:
+        """Broker ``b`` has no BUILD copy of ``lids`` in progress (``cp``: the entries to copy, -1 for
+        none; ``cpk``: 1 for a cursor ledger)."""
+        return {k: x for lid in lids for k, x in ((f"cp{b}_{lid}", -1), (f"cpk{b}_{lid}", 0))}
 
     @staticmethod
     def unowned() -> dict:
@@ -428,17 +440,9 @@ class Pip477Steps(StepEncoding):
         schema_ids = IDS if self.config.put_schema else (SCHEMA_LEDGER,)
         kinds = [(lid, "schema") for lid in schema_ids] + [(lid, "cursor") for lid in IDS]
         for lid, kind in kinds:
-            unreadable = z3.Not(z3.And(v["alive_old"], z3.Not(v["closed_old"]), v[f"has1_{lid}"]))
-            mismatch = z3.And(v[f"has2_{lid}"], v[f"n2_{lid}"] != v[f"n1_{lid}"])
-            fails = z3.Or(unreadable, mismatch)
-            copied = {**{k: z3.If(v[f"has2_{lid}"], v[k], x) for k, x in self.copy_ledger(v, lid).items()},
-                      f"built{lid}": v[f"n1_{lid}"]}
-            if kind == "cursor":
-                copied.update({"ncur": v["ncur"] + 1, "cur0": z3.If(v["ncur"] == 0, lid, v["cur0"]),
-                               "cur1": z3.If(v["ncur"] == 1, lid, v["cur1"])})
-            changes = {k: z3.If(fails, v[k], x) for k, x in copied.items()}
-            changes[f"failed{lid}"] = z3.Or(v[f"failed{lid}"], fails)
-            out[f"build({b},{kind},{lid})"] = (z3.And(building, self.candidate(v, lid, kind)), changes)
+            out.update(self.build(v, b, building, lid, kind))
+        for lid in IDS:
+            out.update(self.copy_steps(v, b, building, lid))
         schema_built_old = self.built_old(v)
         out[f"promote_schema_read({b})"] = (z3.And(building, v[f"pread{b}"] == -1, schema_built_old), {
             f"pread{b}": v["sver"], f"pread_n{b}": v["sn"],
@@ -489,6 +493,57 @@ class Pip477Steps(StepEncoding):
             out.update(self.rollback_actions(v, b, z3.And(runs, phase == ROLLBACK)))
         return out
 
+
+    def record(self, v, lid: int, entries, cursor) -> dict:
+        """Ledger ``lid`` recorded as built with ``entries`` entries (a cursor ledger, when ``cursor``,
+        also in the list cursor PROMOTE works through, once)."""
+        listed = {"ncur": v["ncur"] + 1, "cur0": z3.If(v["ncur"] == 0, lid, v["cur0"]),
+                  "cur1": z3.If(v["ncur"] == 1, lid, v["cur1"])}
+        cursor = z3.And(cursor, *[z3.Not(z3.And(i < v["ncur"], v[f"cur{i}"] == lid)) for i in range(2)])
+        return {f"built{lid}": entries, **{k: z3.If(cursor, x, v[k]) for k, x in listed.items()}}
+
+    def build(self, v, b: int, building, lid: int, kind: str) -> dict:
+        """BUILD's first step for ``lid`` on broker ``b``: the create, or the verify of a ledger already there."""
+        unreadable = z3.Not(z3.And(v["alive_old"], z3.Not(v["closed_old"]), v[f"has1_{lid}"]))
+        exists, match = v[f"has2_{lid}"], v[f"n2_{lid}"] == v[f"n1_{lid}"]
+        recopy = z3.And(z3.BoolVal("recopy-own-copy" in self.fixes), z3.Not(v[f"alloc2_{lid}"]))
+        fails = z3.Or(unreadable, z3.And(exists, z3.Not(match), z3.Not(recopy)))
+        created = {f"has2_{lid}": True, f"n2_{lid}": 0, **{f"e2_{lid}_{j}": 0 for j in range(ENTRIES)},
+                   f"cp{b}_{lid}": v[f"n1_{lid}"], f"cpk{b}_{lid}": 1 if kind == "cursor" else 0}
+        recorded = self.record(v, lid, v[f"n1_{lid}"], z3.BoolVal(kind == "cursor"))
+        redo = self.delete(NEW, lid)
+        keys = set(created) | set(recorded) | set(redo)
+
+        def pick(k):
+            return z3.If(fails, v[k], z3.If(z3.Not(exists), created.get(k, v[k]),
+                                            z3.If(match, recorded.get(k, v[k]), redo.get(k, v[k]))))
+        changes = {k: pick(k) for k in keys}
+        changes[f"failed{lid}"] = z3.Or(v[f"failed{lid}"], fails)
+        idle = v[f"cp{b}_{lid}"] == -1
+        return {f"build({b},{kind},{lid})": (z3.And(building, self.candidate(v, lid, kind), idle), changes)}
+
+    def copy_steps(self, v, b: int, building, lid: int) -> dict:
+        """BUILD's copy of ``lid`` in progress on broker ``b``: the next entry, then the close and record."""
+        out = {}
+        copying, done = v[f"cp{b}_{lid}"] != -1, v[f"n2_{lid}"]
+        gone = z3.Not(v[f"has2_{lid}"])  # another orchestrator deleted the copy: the write fails, the copy is dropped
+        lost = z3.And(z3.Not(gone), z3.Not(z3.And(v["alive_old"], z3.Not(v["closed_old"]), v[f"has1_{lid}"],
+                                                  v[f"n1_{lid}"] >= done + 1)))
+        added = self.append(v, lid, z3.IntVal(NEW), self.entry(v, OLD, lid, done))
+        out[f"build_add({b},{lid})"] = (z3.And(building, copying, done < v[f"cp{b}_{lid}"]), {
+            **{k: z3.If(z3.Or(gone, lost), v[k], x) for k, x in added.items()},
+            f"failed{lid}": z3.Or(v[f"failed{lid}"], lost),
+            **{k: z3.If(z3.Or(gone, lost), x, v[k]) for k, x in self.uncopied(b, (lid,)).items()}})
+        out[f"build_record({b},{lid})"] = (z3.And(building, copying, z3.Not(done < v[f"cp{b}_{lid}"])), {
+            **self.record(v, lid, v[f"cp{b}_{lid}"], v[f"cpk{b}_{lid}"] == 1), **self.uncopied(b, (lid,))})
+        return out
+
+    def entry(self, v, c: int, lid: int, j):
+        """Entry ``j`` (symbolic) of ledger ``lid`` on cluster ``c``."""
+        out = z3.IntVal(0)
+        for i in reversed(range(ENTRIES)):
+            out = z3.If(j == i, v[f"e{c}_{lid}_{i}"], out)
+        return out
 
     def enqueue(self, v, lid, target) -> dict:
         out = {"rpcn": v["rpcn"] + 1}
@@ -742,6 +797,8 @@ class Pip477Steps(StepEncoding):
         if prop == "I13":
             return z3.Implies(v["owned"], z3.And(v["i_l"] == v["cl"], v["i_md"] == v["cmd"], v["i_attr"] == v["cattr"],
                                                  v["i_user"] == v["cuser"], v["i_ver"] == v["cver"]))
+        if prop == "I14":
+            return z3.And(*[z3.Implies(v[f"orch{b}"], z3.And(v["directive"], v["origin"] == b)) for b in self.brokers])
         if prop == "I16":
             return v["cattr"] != USER
         if prop == "position-not-rewound":
@@ -767,14 +824,15 @@ class Pip477Steps(StepEncoding):
             return z3.Or(w["sn"] < v["sn"], *[z3.And(i < v["sn"], z3.Or(w[f"sl{i}"] != v[f"sl{i}"],
                                                                          w[f"shash{i}"] != v[f"shash{i}"]))
                                                for i in self.schemas])
-        from pulsar_verify.invariants.pip477 import SCHEMA_WORK  # the steps I14 is about: the property's statement
-        if prop == "I14" and name in SCHEMA_WORK:
-            return int(args[0]) != v["origin"]
         if prop == "I15" and name in ("load_topic", "trim_ledger"):
             broker = int(args[0])
             if name == "load_topic":
                 return int(args[1]) != self.resolve(v, self.ml_last(v, "mla"), broker)
             return int(args[2]) != self.resolve(v, v["mla0"], broker)
+        if prop == "build-idempotent" and name in ("build", "build_add"):
+            lid = int(args[-1])
+            return z3.And(z3.Not(v[f"failed{lid}"]), w[f"failed{lid}"], self.readable(v, z3.IntVal(OLD), lid, 0),
+                          z3.Not(v[f"alloc2_{lid}"]))
         if prop == "rollback-keeps-reads" and name in ("rollback_schema", "promote_cursor_handle"):
             back = [z3.And(self.routed_to_new(v, lid), z3.Not(self.routed_to_new(w, lid)),
                            z3.Not(self.readable(v, z3.IntVal(OLD), lid))) for lid in IDS]
@@ -820,6 +878,9 @@ class Pip477Steps(StepEncoding):
                     *self.locator(v, f"pread_{{}}{b}_{{}}", x.promote_read[1] if x.promote_read else ()),
                     *[v[f"ps_{k}{b}"] == (CLUSTER[q] if k == "c" else q) for k, q in
                       zip("lcv", x.put_schema or (0, None, 0))]]
+            assert all(dst == lid for lid, (_, _, dst) in x.copies.items())  # mutant copy-new-id is not expressed
+            out += [v[f"cp{b}_{lid}"] == (x.copies[lid][1] if lid in x.copies else -1) for lid in IDS]
+            out += [v[f"cpk{b}_{lid}"] == int(lid in x.copies and x.copies[lid][0] == "cursor") for lid in IDS]
         assert "new" in s.alive and "new" not in s.closed and (p is None or len(p.cursors) <= 2)
         assert len(s.rpc) <= RPCS and len(s.ml) <= self.ml and len(s.msgs) <= self.msgs
         if o is None:
@@ -877,13 +938,14 @@ class Pip477Steps(StepEncoding):
 encoding, disagreements = Pip477Steps.at, Pip477Steps.disagreements_of
 
 
-PRESETS = ("default", "legacy", "restart", "schema", "cursor", "cleanup", "idgen", "close", "close-restart",
-           "close-lagging", "sub-property", "rollback", "old-down", "rollback-old-down")
+PRESETS = tuple(Pip477.in_process_presets())  # every in-process bound set: the encoding has room for each
 # the findings shown with their property checked on its own are checked so up to this length; past it, a run of
 # the explorer's length is found by one query (``run_of``): I2 at ``close``, 23 steps, in about 5 minutes (showing
-# that none is shorter had not finished after 15)
+# that none is shorter had not finished after 15). Those findings, their bounds, properties and lengths are the
+# catalogue's (``findings/pip-477/index.json``), read, not re-typed.
 ALONE = 17
-LONG = {"close": ("I2", 23), "close-restart": ("no-publish-pause", 18), "close-lagging": ("no-publish-pause", 18)}
+LONG = {f.bounds: (f.property, f.length) for f in catalogue("pip-477")
+        if f.alone and f.length > ALONE and f.bounds in PRESETS and f.property in Pip477Steps.properties}
 
 
 def run_of_explorers_length(preset: str) -> Verdict:

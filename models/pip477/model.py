@@ -32,6 +32,8 @@ FIXES = {
     "rollback-only-to-readable-old": "ROLLBACK flips a ledger back only if the old cluster can serve it; the others "
                                      "stay on their new copy and the rollback ends reporting them in failedLedgers",
     "reserved-keys-rejected": "subscription-property writes under the reserved _pulsar. prefix are refused",
+    "recopy-own-copy": "BUILD meeting LedgerExistException with a mismatching ledger that is its own copy (its custom "
+                       "metadata is the source's) deletes it and copies the ledger again, instead of failing it",
 }
 MUTANTS = {
     "mutant:stamp-after-create": "new ledger records are written without their stamp (checks I1)",
@@ -108,7 +110,8 @@ class Pip477(ComposedModel):
         "precheck": "Operator->>Broker{broker}", "switch": "Broker{broker}->>BrokerZK",
         "watch": "BrokerZK->>Broker{broker}",
         "restart": "Broker{broker}->>BrokerZK", "close_client": "Operator->>BK_old", "old_down": "BK_old->>BK_old",
-        "build": "Broker{broker}->>BK_new", "promote_schema_read": "Broker{broker}->>BrokerZK",
+        "build": "Broker{broker}->>BK_new", "build_add": "Broker{broker}->>BK_new",
+        "build_record": "Broker{broker}->>BrokerZK", "promote_schema_read": "Broker{broker}->>BrokerZK",
         "promote_schema_cas": "Broker{broker}->>BrokerZK", "promote_schema_conflict": "BrokerZK->>Broker{broker}",
         "promote_cursor_send": "Broker{broker}->>Owner", "promote_cursor_handle": "Owner->>BrokerZK",
         "rollback_cursor_send": "Broker{broker}->>Owner", "start_cleanup": "Operator->>Broker{broker}",

@@ -45,7 +45,10 @@ def actions(m, s: State):
             continue
         if p.phase == "build":
             for lid, kind in candidates(s):
-                yield act("build", broker=b, ledger=lid, kind=kind)
+                if lid not in x.copies:
+                    yield act("build", broker=b, ledger=lid, kind=kind)
+            for lid, (_, n, dst) in x.copies.items():
+                yield act("build_add" if len(s.bk[NEW].get(dst, ())) < n else "build_record", broker=b, ledger=lid)
             if m.config.variant == "mutant:build-new-entries":
                 for lid in sorted({e.ledger for e in s.schema if e.attr == NEW} - set(p.built.keys()) - p.failed):
                     yield act("build", broker=b, ledger=lid, kind="schema")
@@ -106,26 +109,70 @@ def _progress(s: State, **changes) -> State:
 
 
 def build(m, s: State, a):
-    """Phase 4 BUILD of one ledger: ``copyLedgerPreservingIds`` -- ``asyncCreateLedgerAdv(ledgerId)``
-    on the new cluster, entries ``[0, lastAddConfirmed]`` with the same entry ids. On
-    ``LedgerExistException``, ``verifyDstMatchesSrc`` compares LAC and length: a match is an
-    idempotent copy, a mismatch goes to ``failedLedgers``; so does an unreadable source.
-    (Mutant copy-new-id: the copy takes a fresh id from the new cluster's idgen.)"""
-    lid, kind = a.param("ledger"), a.param("kind")
+    """Phase 4 BUILD of one ledger, its first step: ``copyLedgerPreservingIds`` --
+    ``asyncCreateLedgerAdv(ledgerId)`` on the new cluster, which reads the source's
+    ``lastAddConfirmed`` (the entries to copy, kept in the orchestrator's memory) and creates an
+    empty ledger under the same id. On ``LedgerExistException`` ("BUILD retry / partial prior
+    run"), ``verifyDstMatchesSrc`` compares LAC and length: a match is an idempotent copy, recorded
+    as built; a mismatch goes to ``failedLedgers``, and so does an unreadable source. Fix
+    recopy-own-copy: a mismatching ledger that is BUILD's own copy (its custom metadata is the
+    source's; in the model, an id the new cluster's idgen never handed out) is deleted, and the next
+    BUILD step copies it again. (Mutant copy-new-id: the copy takes a fresh id from the new
+    cluster's idgen.)"""
+    b, lid, kind = a.param("broker"), a.param("ledger"), a.param("kind")
     p = s.progress
     if not readable(s, OLD, lid, 0):
         return _progress(s, failed=p.failed | {lid})
     src = s.bk[OLD][lid]
     if lid in s.bk[NEW]:
-        if len(s.bk[NEW][lid]) != len(src):
-            return _progress(s, failed=p.failed | {lid})
-    elif m.config.variant == "mutant:copy-new-id":
-        s, fresh = allocate(s, NEW)
-        s = bk_put(s, NEW, fresh, src)
-    else:
-        s = bk_put(s, NEW, lid, src)
+        if len(s.bk[NEW][lid]) == len(src):
+            return _record(s, lid, kind, len(src))
+        if "recopy-own-copy" in m.fixes and lid not in s.allocated[NEW]:
+            return bk_delete(s, NEW, lid)
+        return _progress(s, failed=p.failed | {lid})
+    dst = lid
+    if m.config.variant == "mutant:copy-new-id":
+        s, dst = allocate(s, NEW)
+    s = bk_put(s, NEW, dst, ())
+    return with_broker(s, b, copies=s.brokers[b].copies.set(lid, (kind, len(src), dst)))
+
+
+def build_add(m, s: State, a):
+    """BUILD: ``newLh.addEntry(entryId, srcEntry)`` -- the next entry read from the source and
+    written to the copy under the same entry id (a restart between two leaves a partial copy on the
+    new cluster). A source entry that cannot be read fails the ledger, as an unreadable source does;
+    a copy another orchestrator deleted meanwhile (mutant every-broker-orchestrates with fix
+    recopy-own-copy) fails the write, and the copy is dropped: the ledger stays on BUILD's work list."""
+    b, lid = a.param("broker"), a.param("ledger")
+    x = s.brokers[b]
+    _, _, dst = x.copies[lid]
+    if dst not in s.bk[NEW]:
+        return with_broker(s, b, copies=x.copies.remove(lid))
+    done = s.bk[NEW][dst]
+    if not readable(s, OLD, lid, len(done) + 1):
+        s = with_broker(s, b, copies=x.copies.remove(lid))
+        return _progress(s, failed=s.progress.failed | {lid})
+    return bk_put(s, NEW, dst, done + (s.bk[OLD][lid][len(done)],))
+
+
+def build_record(m, s: State, a):
+    """BUILD's last step for a ledger: ``newLh.close()`` and the ledger recorded as built in the
+    orchestrator's progress. Merged: the close with the record. Nothing reads the copy before
+    PROMOTE, and a copy a restart leaves unclosed is closed by the recovery of the next open
+    (``verifyDstMatchesSrc``), at the entries it holds, which the close would have written."""
+    b, lid = a.param("broker"), a.param("ledger")
+    x = s.brokers[b]
+    kind, n, _ = x.copies[lid]
+    return _record(with_broker(s, b, copies=x.copies.remove(lid)), lid, kind, n)
+
+
+def _record(s: State, lid: int, kind: str, entries: int) -> State:
+    """Ledger ``lid`` recorded as built with ``entries`` entries (a cursor ledger also in the list
+    cursor PROMOTE works through, once: two orchestrators, mutant every-broker-orchestrates, may both
+    record it)."""
     p = s.progress
-    return _progress(s, built=p.built.set(lid, len(src)), cursors=p.cursors + ((lid,) if kind == "cursor" else ()))
+    listed = kind == "cursor" and lid not in p.cursors
+    return _progress(s, built=p.built.set(lid, entries), cursors=p.cursors + ((lid,) if listed else ()))
 
 
 def promote_schema_read(m, s: State, a):
@@ -266,7 +313,7 @@ def rollback_done(m, s: State, a):
     return _progress(s, phase="rolled-back", failed=p.failed | {lid for lid in p.promoted if routed_to_new(s, lid)})
 
 
-APPLY = {"build": build, "promote_schema_read": promote_schema_read, "promote_schema_cas": promote_schema_cas,
+APPLY = {"build": build, "build_add": build_add, "build_record": build_record, "promote_schema_read": promote_schema_read, "promote_schema_cas": promote_schema_cas,
          "promote_schema_conflict": promote_schema_conflict, "promote_cursor_send": promote_cursor_send,
          "promote_cursor_handle": promote_cursor_handle, "start_cleanup": start_cleanup,
          "start_rollback": start_rollback, "cleanup_delete": cleanup_delete,

@@ -77,6 +77,7 @@ class Broker:
     put_schema: tuple | None = None  # (ledger created, cluster, locator version read)
     promote_read: int | None = None  # orchestrator: the locator version PROMOTE read
     request: str | None = None  # the POST /switch it serves: "fenced" (fix fence-old-idgen), then "checked"
+    copies: FrozenMap = EMPTY  # orchestrator: BUILD's copies in progress, ledger -> (kind, entries to copy, copy's id)
 
 
 @attrs.frozen
