@@ -140,9 +140,10 @@ def build(m, s: State, a):
 def build_add(m, s: State, a):
     """BUILD: ``newLh.addEntry(entryId, srcEntry)`` -- the next entry read from the source and
     written to the copy under the same entry id (a restart between two leaves a partial copy on the
-    new cluster). A source entry that cannot be read fails the ledger, as an unreadable source does;
-    a copy another orchestrator deleted meanwhile (mutant every-broker-orchestrates with fix
-    recopy-own-copy) fails the write, and the copy is dropped: the ledger stays on BUILD's work list."""
+    new cluster). A source entry that cannot be read fails the ledger, as an unreadable source does.
+    A copy another orchestrator deleted meanwhile fails the write, and the copy is dropped (the ledger
+    stays on BUILD's work list): only past an I14 violation, two orchestrators with fix recopy-own-copy
+    (mutant every-broker-orchestrates, its other properties checked on their own)."""
     b, lid = a.param("broker"), a.param("ledger")
     x = s.brokers[b]
     _, _, dst = x.copies[lid]
@@ -168,8 +169,7 @@ def build_record(m, s: State, a):
 
 def _record(s: State, lid: int, kind: str, entries: int) -> State:
     """Ledger ``lid`` recorded as built with ``entries`` entries (a cursor ledger also in the list
-    cursor PROMOTE works through, once: two orchestrators, mutant every-broker-orchestrates, may both
-    record it)."""
+    cursor PROMOTE works through, once: past an I14 violation, two orchestrators may both record it)."""
     p = s.progress
     listed = kind == "cursor" and lid not in p.cursors
     return _progress(s, built=p.built.set(lid, entries), cursors=p.cursors + ((lid,) if listed else ()))
@@ -313,7 +313,8 @@ def rollback_done(m, s: State, a):
     return _progress(s, phase="rolled-back", failed=p.failed | {lid for lid in p.promoted if routed_to_new(s, lid)})
 
 
-APPLY = {"build": build, "build_add": build_add, "build_record": build_record, "promote_schema_read": promote_schema_read, "promote_schema_cas": promote_schema_cas,
+APPLY = {"build": build, "build_add": build_add, "build_record": build_record,
+         "promote_schema_read": promote_schema_read, "promote_schema_cas": promote_schema_cas,
          "promote_schema_conflict": promote_schema_conflict, "promote_cursor_send": promote_cursor_send,
          "promote_cursor_handle": promote_cursor_handle, "start_cleanup": start_cleanup,
          "start_rollback": start_rollback, "cleanup_delete": cleanup_delete,
