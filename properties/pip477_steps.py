@@ -1,8 +1,8 @@
 """Bounded model checking of PIP-477 step for step, with up to two brokers and putSchema calls
 (every bound set): each action of ``models/pip477`` (registration, the switch request's precheck
 and directive write (and, fixed, the idgen fence first), the directive watch, restarts, closing
-the old client, the old cluster going down;
-BUILD, schema PROMOTE's read and CAS, cursor PROMOTE's RPC and the owner's handler, CLEANUP's
+the old client, the old cluster going down; BUILD's create (or its verify), entry copies and
+record, schema PROMOTE's read and CAS, cursor PROMOTE's RPC and the owner's handler, CLEANUP's
 deletes and status flips, ROLLBACK; publish, rollover, reads, markDelete, cursor rollover,
 retention, subscription properties, topic unload and load) is one transition formula, its guard
 and its effect, over the whole state, so a run here has the explorer's length and breaks the same
@@ -258,11 +258,6 @@ class Pip477Steps(StepEncoding):
                 out[key] = z3.If(gave, lid + 1, v[key])
         return out
 
-    def copy_ledger(self, v, lid: int) -> dict:
-        """BUILD's copy of ``lid`` onto the new cluster, with the same id and entry ids."""
-        return {f"has2_{lid}": True, f"n2_{lid}": v[f"n1_{lid}"],
-                **{f"e2_{lid}_{j}": v[f"e1_{lid}_{j}"] for j in range(ENTRIES)}}
-
     def append(self, v, lid, c, value) -> dict:
         """``value`` appended to ledger ``lid`` on cluster ``c``."""
         out = {}
@@ -492,7 +487,6 @@ class Pip477Steps(StepEncoding):
         if self.config.rollback:
             out.update(self.rollback_actions(v, b, z3.And(runs, phase == ROLLBACK)))
         return out
-
 
     def record(self, v, lid: int, entries, cursor) -> dict:
         """Ledger ``lid`` recorded as built with ``entries`` entries (a cursor ledger, when ``cursor``,
