@@ -673,6 +673,7 @@ def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_l
             assert shortest(f)[1].length == f.length
             assert z477_lengths("as-written", f.bounds, {f.property}, f.length, alone=True) == {f.property: f.length}
         elif f.alone:  # the explorer's run is one of the encoding's; one query finds such a run (minutes: nightly)
+            assert z477.LONG[f.bounds] == (f.property, f.length)
             explorer = [z477.Pip477Steps.label(a) for a in shortest(f)[1].actions]
             assert len(explorer) == f.length
             steps = z477.encoding("as-written", f.bounds)
