@@ -184,8 +184,9 @@ def init(v: Vars):
                   z3.ForAll([b], z3.And(z3.Not(v.leader[b]), v.members[b] == NOBODY, v.pend[b] == NO_WRITES)))
 
 
-def describe(m: z3.ModelRef, v: Vars) -> str:
-    """Each consumer's registration and session, the lock, and each broker's belief, members and writes."""
+def describe(m: z3.ModelRef, v: Vars, step=None) -> str:
+    """Each consumer's registration and session, the lock, and each broker's belief, members and writes;
+    with ``step`` (the action's broker and consumer), which of them took it."""
     e = lambda x: m.eval(x, model_completion=True)  # noqa: E731
     consumers = m.get_universe(Consumer) or []
     brokers = m.get_universe(Broker) or []
@@ -201,7 +202,9 @@ def describe(m: z3.ModelRef, v: Vars) -> str:
     lock = bname.get(str(e(v.lock)), str(e(v.lock))) if z3.is_true(e(v.held)) else "none"
     ctrls = "; ".join(f"{bname[str(x)]}: {'leader' if z3.is_true(e(v.leader[x])) else 'follower'}, members "
                       f"{those(v.members[x])}, writes {writes(x)}" for x in brokers)
-    return f"{{registered {those(v.reg)}, sessions {those(v.sess)}, waiting {those(v.joining)}, lock {lock}; {ctrls}}}"
+    took = "" if step is None else f" (taken by {bname[str(e(step[0]))]} for {name[str(e(step[1]))]})"
+    return (f"{{registered {those(v.reg)}, sessions {those(v.sess)}, waiting {those(v.joining)}, lock {lock}; "
+            f"{ctrls}}}{took}")
 
 
 def inductive(fixes=frozenset(), variant: str = "as-written") -> Verdict:
@@ -209,7 +212,7 @@ def inductive(fixes=frozenset(), variant: str = "as-written") -> Verdict:
     v, w = Vars(""), Vars("'")
     b, c = z3.Const("broker", Broker), z3.Const("consumer", Consumer)
     return induction(init(v), invariant(v), invariant(w), transitions(v, w, b, c, fixes, variant),
-                     lambda m: describe(m, v), lambda m: describe(m, w))
+                     lambda m: describe(m, v), lambda m: describe(m, w, step=(b, c)))
 
 
 def _row(ctrl, cs, names):
