@@ -96,6 +96,38 @@ def explorer_depth(model: str, preset: str, variants: tuple) -> int:
     return max(explored(model, v, preset).depth for v in variants)
 
 
+def finding_bounds(model: str) -> tuple:
+    """The bound sets the model's findings are at, in the catalogue's order."""
+    from pulsar_verify.findings import catalogue
+    return tuple(dict.fromkeys(f.bounds for f in catalogue(model)))
+
+
+def finding_variants(model: str, presets: tuple, all_fixes: bool = True) -> tuple:
+    """``as-written``, the fix of each finding at ``presets``, and ``all-fixes`` (unless not
+    ``all_fixes``), in the model's order; a variant whose fix set an earlier one has (``all-fixes`` of a
+    model with one fix) is left out."""
+    from pulsar_verify import registry
+    from pulsar_verify.findings import catalogue
+    fixes = {f.fix for f in catalogue(model) if f.bounds in presets}
+    chosen, sets = [], set()
+    for v in registry.model_class(model).variants:
+        if v.kind == "mutant" or v.fixes in sets or not (v.kind == "as-written" or v.name in fixes
+                                                          or (all_fixes and v.name == "all-fixes")):
+            continue
+        chosen.append(v.name)
+        sets.add(v.fixes)
+    return tuple(chosen)
+
+
+def with_fix(model: str, fix: str) -> tuple:
+    """The model's fix variants (not its mutants) that apply ``fix``: the fix itself and ``all-fixes``."""
+    from pulsar_verify import registry
+    variants = registry.model_class(model).variants
+    if fix not in {v.name for v in variants if v.kind == "fix"}:
+        raise ValueError(f"{model} has no fix {fix!r}")
+    return tuple(v.name for v in variants if v.kind == "fix" and fix in v.fixes)
+
+
 def shortest_run(solver: z3.Solver, states: list, steps_between: Callable[[int], dict],
                  bad: Callable[[object], object]):
     """Bounded model checking: the shortest run from ``states[0]`` (which ``solver`` already

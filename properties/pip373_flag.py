@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import z3
 
+from pulsar_verify.models.pip373.model import FIXES as MODEL_FIXES
+
 from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, inductive as induction, shortest_run
 
 Value, (ABSENT, TRUE, FALSE, JUNK) = z3.EnumSort("FlagValue", ("absent", "true", "false", "junk"))
@@ -24,7 +26,7 @@ Queued, (Q_NONE, Q_TRUE, Q_FALSE) = z3.EnumSort("Queued", ("none", "true", "fals
 VALUE = {"absent": ABSENT, "true": TRUE, "false": FALSE, "junk": JUNK}
 QUEUED = {None: Q_NONE, "true": Q_TRUE, "false": Q_FALSE}
 SECTION = "PIP-373: 'set to true when the first TXN message is publishing'; 'skip ... if the property is false'; Upgrade"
-FIXES = ("persist-before-append", "confirm-unmarked")
+FIXES = tuple(MODEL_FIXES)
 
 
 class Vars:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation, explorer_depth
+from .obligations import Obligation, explorer_depth, finding_bounds, finding_variants
 from .v4txn_steps import KIND, Steps
 
 ABSENT, TRUE, FALSE, JUNK = 0, 1, 2, 3  # the persisted property; a queued write is TRUE, FALSE or 0
@@ -21,8 +21,8 @@ LOADS = ("load_confirm", "load_rebuild", "load_skip")
 ADMIN = ("admin_remove", "admin_update(false)", "admin_update(true)")
 SECTION = ("PIP-373: 'set to true when the first TXN message is publishing'; 'skip ... if the property is false'; "
            "Upgrade; 'NotAllowedException'; PIP-473 Background (the v4 TC, buffer and dispatcher)")
-VARIANTS = ("as-written", "persist-before-append", "confirm-unmarked", "all-fixes")
-PRESETS = ("default", "upgrade-user-false")  # the bounds the findings are at
+PRESETS = finding_bounds("pip-373")
+VARIANTS = finding_variants("pip-373", PRESETS)
 
 
 class Pip373Steps(Steps):

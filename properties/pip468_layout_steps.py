@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation, StateVars, StepEncoding, explorer_depth
+from .obligations import Obligation, StateVars, StepEncoding, explorer_depth, finding_variants
 
 NONE, DISCOVER, CREATE, TERMINATE, CAS, NOTIFY = range(6)
 STEP = {"discover": DISCOVER, "create": CREATE, "terminate": TERMINATE, "cas": CAS, "notify": NOTIFY}
 KINDS = ("split", "merge")
 SECTION = ("PIP-468 Split Protocol 1-5, Merge Protocol 1-5 and 'Why this ordering matters'; Leader Election and "
            "Failover; SegmentLayout")
-CASES = {"split-merge": ("as-written", "op-intent")}  # the finding's bounds and the variants checked there
+CASES = {"split-merge": finding_variants("pip-468", ("split-merge",), all_fixes=False)}  # as written, and the finding's fix
 
 
 def layout_table(segments: int, splits: int, merges: int) -> list:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import PROVED, Obligation, Verdict, agreement, inductive as induction, valid
+from .obligations import PROVED, Obligation, Verdict, agreement, inductive as induction, valid, with_fix
 
 Txn = z3.DeclareSort("Txn")
 Req = z3.DeclareSort("Req")
@@ -53,7 +53,7 @@ class Vars:
 def transitions(v: Vars, w: Vars, t, r, want, variant: str = "as-written") -> dict:
     """Action label -> transition formula, for the txn ``t``, request ``r`` and outcome ``want``
     (free constants: the action's parameters)."""
-    fic = variant in ("finalize-in-cas", "all-fixes") or variant.startswith("mutant:")  # mutants carry every fix
+    fic = variant in with_fix("pip-473", "finalize-in-cas") or variant.startswith("mutant:")  # mutants carry every fix
     rt = v.rtxn[r]
     h, ver = v.hstate[rt], v.hver[rt]
     matches = z3.And(h != NONE, ver == v.rver[r])
@@ -232,7 +232,7 @@ OBLIGATIONS = [
     Obligation("pip-473", "header-state-machine", "A decided outcome never changes; a final header stays or is "
                "deleted", SECTION, lambda: state_machine("as-written"), ("as-written",)),
     Obligation("pip-473", "one-outcome-inductive", "one-outcome is inductive with the finalize in the CAS", SECTION,
-               lambda: inductive("finalize-in-cas"), ("finalize-in-cas", "all-fixes")),
+               lambda: inductive("finalize-in-cas"), with_fix("pip-473", "finalize-in-cas")),
     Obligation("pip-473", "header-state-machine", "A decided outcome never changes; a final header stays or is "
                "deleted", SECTION, lambda: state_machine("mutant:blind-cas"), ("mutant:blind-cas",)),
 ]

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, inductive as induction, shortest_run
+from .obligations import (PROVED, VIOLATED, Obligation, Verdict, agreement, inductive as induction, shortest_run,
+                          with_fix)
 
 Cluster = z3.DeclareSort("Cluster")
 Status, (ABSENT, STANDBY, ACTIVE, DEPRECATED) = z3.EnumSort("Status", ("ABSENT", "STANDBY", "ACTIVE", "DEPRECATED"))
@@ -182,5 +183,5 @@ OBLIGATIONS = [
     Obligation("pip-477", "I12-bounded", "No run of up to 6 registry steps reaches a state breaking I12",
                SECTION, lambda: bounded(False), ("as-written",)),
     Obligation("pip-477", "I12-inductive", "I12, strengthened, is inductive, for any number of clusters",
-               SECTION, lambda: inductive(True), ("single-cas-status-flip", "all-fixes")),
+               SECTION, lambda: inductive(True), with_fix("pip-477", "single-cas-status-flip")),
 ]

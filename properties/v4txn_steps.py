@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation, StateVars, StepEncoding, explorer_depth
+from .obligations import Obligation, StateVars, StepEncoding, explorer_depth, finding_bounds, finding_variants
 
 NO, D, C, A = 0, 1, 2, 3  # a log entry's kind (NO: beyond the log's end)
 KIND = {"d": D, "c": C, "a": A}
@@ -300,8 +300,8 @@ def _room(v: Vars, steps: Steps):
 encoding, disagreements = Steps.at, Steps.disagreements_of
 
 
-VARIANTS = ("as-written", "off-segment-markers")
-PRESETS = ("sealed", "default")
+PRESETS = finding_bounds("v4-txn") + ("default",)  # the findings' bounds, and the model's default
+VARIANTS = finding_variants("v4-txn", PRESETS)
 
 
 def verdict(variant: str, preset: str):

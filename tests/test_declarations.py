@@ -134,3 +134,52 @@ def test_expectations_record_every_property_and_no_violation_of_all_fixes():
         for variant, verdicts in recorded[name].items():
             assert sorted(verdicts) == sorted(cls.property_ids()), (name, variant)
         assert set(recorded[name]["all-fixes"].values()) == {"holds"}, name
+
+
+KERNEL_VARIANTS = {"as-written", "all-fixes"}  # every model with a fix has both (model.variants_of)
+ENCODED = {"pip373": "pip-373", "pip468": "pip-468", "pip473": "pip-473", "pip477": "pip-477", "v4txn": "v4-txn"}
+
+
+def typed_variants(source: str, model: str | None) -> list[str]:
+    """What an encoding's source copies by hand: a string naming a variant its model (any model, for a
+    shared module: ``model`` None) does not declare, and a literal list of variants (two or more, one a
+    model's own fix or mutant) outside a comparison. The variants an obligation covers are read from
+    the model and its findings (``properties.obligations.finding_variants``, ``with_fix``)."""
+    import ast
+    declared = {n: set(registry.model_class(n).variant_names()) for n in NAMES}
+    own = declared[model] if model else set().union(*declared.values())
+    every = set().union(*declared.values())
+    tree = ast.parse(source)
+    compared = {id(c) for node in ast.walk(tree) if isinstance(node, ast.Compare) for c in node.comparators}
+    def selects(node):  # a comparison with the variant or its fix set
+        return any(isinstance(n, (ast.Name, ast.Attribute)) and any(
+            w in (n.id if isinstance(n, ast.Name) else n.attr) for w in ("fix", "variant"))
+            for n in (node.left, *node.comparators))
+    named = {id(c) for node in ast.walk(tree) if isinstance(node, ast.Compare) and selects(node)
+             for operand in (node.left, *node.comparators)
+             for c in (operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else (operand,))}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value not in own and (
+                node.value in every or node.value.startswith("mutant:") and node.value != "mutant:"
+                or id(node) in named):
+            out.append(f"line {node.lineno}: {node.value!r} is not a variant of {model or 'any model'}")
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and id(node) not in compared:
+            names = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in every]
+            if len(names) >= 2 and set(names) - KERNEL_VARIANTS:
+                out.append(f"line {node.lineno}: a list of variants typed by hand: {names}")
+    return out
+
+
+def test_the_encodings_copy_no_variant_list_and_name_only_declared_variants():
+    from pathlib import Path
+    for path in sorted((Path(__file__).resolve().parent.parent / "properties").glob("*.py")):
+        model = next((m for prefix, m in ENCODED.items() if path.name.startswith(prefix)), None)
+        assert typed_variants(path.read_text(), model) == [], path.name
+
+
+def test_a_typed_variant_list_or_a_misspelt_fix_is_caught():
+    assert typed_variants('CASES = {"split-merge": ("as-written", "op-intent")}\n', "pip-468")
+    assert len(typed_variants('fenced = "fenced-registration" in self.fixes or "mutant:nope" == v\n', "pip-468")) == 2
+    assert typed_variants('fenced = "op-intent" in fixes\n', "pip-473")  # another model's fix
+    assert typed_variants('ok = variant in ("op-intent", "all-fixes")\n', "pip-468") == []
