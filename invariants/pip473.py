@@ -197,3 +197,16 @@ PROPERTIES.leads_to("committed-entries-delivered",
                     "transactions whose "
                     "lifetime spans split/merge'",
                     trigger=_undelivered, goal=lambda m, s: not _undelivered(m, s), fair=SYSTEM)
+
+
+@PROPERTIES.sometimes("sealed-txn-delivered",
+                      "Where the bounds allow a seal: a subscription receives a committed txn's entry from a segment "
+                      "that has been sealed (a split or merge does not strand transactional data)",
+                      "Goals: 'including transactions whose lifetime spans split/merge'; Scalable topics: segments "
+                      "'get sealed when split or merged'")
+def sealed_txn_delivered(m, s):
+    if m.config.seals == 0:
+        return True  # nothing to show at these bounds: any state is the example
+    n = m.config.subs + m.config.late_subs
+    return any(s.sealed[seg] and log[p] and s.decided.get(log[p]) == COMMITTED
+               for seg, log in enumerate(s.logs) for sub in s.subs[seg * n:(seg + 1) * n] for p in sub.received)

@@ -128,3 +128,11 @@ PROPERTIES.leads_to("sends-complete",
                     "(TopicTerminated), or fails with the broker",
                     "Background: the TB 'appends transactional entries' to the topic", trigger=sending,
                     goal=sends_done, fair=SYSTEM)
+
+
+@PROPERTIES.sometimes("txn-ack-applied",
+                      "Where the bounds allow an ack: a consumer acknowledges a message in a transaction that commits, "
+                      "and the ack reaches the subscription's cursor",
+                      "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'")
+def txn_ack_applied(m, s):
+    return m.config.acks == 0 or len(s.cursors) > 0

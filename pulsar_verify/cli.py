@@ -157,6 +157,8 @@ def parser() -> argparse.ArgumentParser:
     mu.add_argument("--out", type=Path, default=Path("mutation"), help="where mutation.json and mutation.md go")
     mu.add_argument("--record", action="store_true",
                     help="record this run's scores as the floors (tests/mutation/scores.json), deliberately")
+    mu.add_argument("--only", action="append", default=[], metavar="MUTANT",
+                    help="run only this chosen mutant (repeatable): a partial run, which records no floor")
     return p
 
 
@@ -279,7 +281,11 @@ def human_summary(model, r: Result) -> str:
     for pid, _ in r.properties:
         verdict = "VIOLATED" if pid in failed else "holds   " if pid in r.properties_checked else "not checked"
         lines.append(f"  {verdict} {pid}")
-    for v, path in zip(r.violations, r.trace_files):
+    for v in r.violations:
+        if not v.traced:
+            lines.append(f"\n{v.prop.kind} {v.prop.id} violated ({v.prop.statement}; {v.prop.section}): "
+                         f"none of the {r.distinct_states:,} states reached is an example")
+    for v, path in zip([v for v in r.violations if v.traced], r.trace_files):
         lines.append(f"\n{v.prop.kind} {v.prop.id} violated ({v.prop.statement}; {v.prop.section}), "
                      f"{v.length} steps:")
         lines.append(render_trace(v.states, v.actions, v.loop))
@@ -379,8 +385,14 @@ def cmd_mutation(args) -> int:
         registry.model_class(name)
     if args.record and not os.access(mutation.SCORES.parent, os.W_OK):
         raise UsageError(f"--record: {mutation.SCORES.parent} is not writable")
+    only = frozenset(args.only)
+    if only and args.record:
+        raise UsageError("--record with --only: a partial run's score is no floor")
+    unknown = sorted(only - {mu.id for name in names for mu in mutation.chosen(name, args.mutants)})
+    if unknown:
+        raise UsageError(f"--only {unknown[0]}: not one of the {args.mutants} mutants chosen for {', '.join(names)}")
     with replacing(args.out) as staging:
-        report = mutation.harness(names, count=args.mutants, workers=args.workers,
+        report = mutation.harness(names, count=args.mutants, workers=args.workers, only=only,
                                   progress=lambda line: print(line, file=sys.stderr, flush=True))
         low = mutation.below_floor(report)
         report["below_floor"] = low

@@ -4,6 +4,8 @@ Every state reached is checked against every invariant when it is first
 discovered, every transition against every action property, and the
 shortest counterexample of each violated property is kept. A violating state
 is not expanded further (what lies beyond a broken state is not evidence).
+A ``sometimes`` property is checked on each state that breaks none: its
+first (shortest) example is kept, and a complete search without one breaks it.
 
 With ``workers`` > 1 the search is the same level-synchronous BFS with the
 expansion done by forked worker processes (``_run_workers``): each worker expands
@@ -32,7 +34,7 @@ from .results import Result, Violation
 def new_result(model: Model, **kw) -> Result:
     """The result a run of ``model`` fills: the properties it checks (all declared, or the one ``only``
     kept, and deadlock freedom) and the symmetry it reduces by."""
-    kept = {p.id for p in (*model.invariants, *model.action_properties, *model.liveness)}
+    kept = {p.id for p in (*model.invariants, *model.action_properties, *model.liveness, *model.sometimes)}
     return Result(model.name, model.config.variant_name, model.config.as_dict(), reduction=model.reduction,
                   properties=[(p.id, p.kind) for p in model.props if p.id in kept]
                   + ([(DEADLOCK.id, DEADLOCK.kind)] if model.checks_deadlock else []),
@@ -80,6 +82,12 @@ def goal_flags(model: Model, goals: list, s) -> tuple:
     return tuple((trig is None or bool(trig(model, s)), bool(goal(model, s))) for trig, goal in goals)
 
 
+def examples_of(model: Model, sometimes: list, s) -> tuple:
+    """``-1 - i`` for each ``sometimes`` check ``i`` that state ``s`` (which breaks no invariant) is an
+    example of: a worker's row carries them where it carries the indices of broken invariants."""
+    return tuple(-1 - i for i, check in enumerate(sometimes) if check(model, s)) if sometimes else ()
+
+
 _EXPLORER = None  # the explorer whose worker processes are being forked: they inherit it
 CHUNK = 256  # frontier states per message from a worker
 
@@ -89,7 +97,8 @@ class _Worker:
     successors it found: a new state is owned by the worker that found it first, unless that worker
     has more than its share of the next level (then its encoding goes to one that has less). Other
     states never leave the process that made them: what goes to the parent is, per state, the
-    indices of the invariants it breaks, its liveness label, whether it is a deadlock, its number of
+    indices of the invariants it breaks (or, when it breaks none, of the ``sometimes`` properties it is
+    an example of, as ``-1 - index``), its liveness label, whether it is a deadlock, its number of
     successors, its successors as (action number, fingerprint) and the steps that break an action
     property as (action number, property index); an action is sent once, then named by its number.
 
@@ -125,6 +134,7 @@ class _Worker:
         key = state_key(model)
         invariants = [p.check for p in model.invariants]
         action_props = [p.check for p in model.action_properties]
+        sometimes = [p.check for p in model.sometimes]
         goals = [(p.trigger, p.goal) for p in model.liveness] if ex.graph is not None else None
         found, numbers, seen = self.found, self.numbers, self.seen
         for lo in range(0, len(self.mine), CHUNK):
@@ -133,7 +143,7 @@ class _Worker:
                 broken = tuple(i for i, check in enumerate(invariants) if not check(model, s))
                 label = None if goals is None else goal_flags(model, goals, s)
                 if broken or not expand:
-                    rows.append((broken, label, False, 0, (), (), ()))
+                    rows.append((broken or examples_of(model, sometimes, s), label, False, 0, (), (), ()))
                     continue
                 succ = model.successors(s)
                 aids, fps, failed = [], [], []
@@ -155,7 +165,8 @@ class _Worker:
                         found[tf] = t
                     aids.append(n)
                     fps.append(tf)
-                rows.append((broken, label, not succ and not model.is_terminal(s), len(succ), aids, fps, failed))
+                rows.append((examples_of(model, sometimes, s), label, not succ and not model.is_terminal(s), len(succ),
+                             aids, fps, failed))
             send(("ok", rows, new_actions, coverage))
 
 
@@ -202,6 +213,7 @@ class Explorer:
         self.labels: dict[int, tuple] = {}  # fp -> (BFS depth, (trigger, goal) per liveness property)
         self.coverage: Counter = Counter()  # the workers' run: what the workers have counted
         self.transitions = 0
+        self.examples: dict[str, tuple[int, int]] = {}  # sometimes property -> (fp, length) of its first example
 
     # -- counterexamples ----------------------------------------------------
     def path_to(self, fp: int) -> tuple[list, list]:
@@ -226,6 +238,7 @@ class Explorer:
         key = state_key(model)
         invariants = [(p, p.check) for p in model.invariants]
         action_props = [(p, p.check) for p in model.action_properties]
+        sometimes = [(p, p.check) for p in model.sometimes]
         successors = model.successors
         is_terminal = model.is_terminal
         parents = self.parents
@@ -254,6 +267,8 @@ class Explorer:
                 if not check(model, s):
                     report(prop, fp)
                     bad.add(fp)
+            if sometimes and fp not in bad:
+                sometimes = self._example(sometimes, s, fp, 0)
             frontier.append((s, fp))
 
         depth = 0
@@ -292,6 +307,8 @@ class Explorer:
                         if not check(model, t):
                             report(prop, tf)
                             bad.add(tf)
+                    if sometimes and tf not in bad:
+                        sometimes = self._example(sometimes, t, tf, depth + 1)
                     nxt.append((t, tf))
                 if self.stop_at_first and violated:
                     stop = True
@@ -314,6 +331,17 @@ class Explorer:
         if stop and self.stop_at_first and violated:
             result.complete = False
         return self._finish(result, violated, coverage, transitions, depth, started)
+
+    def _example(self, sometimes: list, s, fp: int, depth: int) -> list:
+        """Notes ``s`` as the first example of each ``sometimes`` property it is one of; returns those
+        still without one."""
+        left = []
+        for prop, check in sometimes:
+            if check(self.model, s):
+                self.examples[prop.id] = (fp, depth)
+            else:
+                left.append((prop, check))
+        return left
 
     def _level_found(self, result: Result, nxt: list, depth: int, started: float) -> int:
         """Records the level just found (if any) and reports progress; returns the depth reached."""
@@ -438,7 +466,8 @@ class Explorer:
         (read by one thread per worker as they come, so that no worker waits for the parent to need
         them): the next frontier, each new state owned by the worker that found it."""
         model, parents, graph, labels, coverage = self.model, self.parents, self.graph, self.labels, self.coverage
-        invariants, action_props = model.invariants, model.action_properties
+        invariants, action_props, sometimes = model.invariants, model.action_properties, model.sometimes
+        examples = self.examples
         owned = Counter(w for _, w in frontier)
         inboxes = [queue.SimpleQueue() for _ in pipes]
         readers = [threading.Thread(target=_read, args=(pipes[w], -(-owned[w] // CHUNK), inboxes[w]), daemon=True)
@@ -464,8 +493,11 @@ class Explorer:
             if label is not None:
                 labels[fp] = (depth, label)
             for i in broken:
-                report(invariants[i], fp)
-            if broken or not expand:
+                if i >= 0:
+                    report(invariants[i], fp)
+                elif sometimes[-1 - i].id not in examples:
+                    examples[sometimes[-1 - i].id] = (fp, depth)
+            if (broken and broken[0] >= 0) or not expand:
                 continue
             if dead:
                 report(DEADLOCK, fp)
@@ -493,6 +525,11 @@ class Explorer:
         result.depth = depth
         result.coverage = dict(sorted(coverage.items()))
         result.never_fired = sorted(set(model.action_names()) - set(coverage))
+        for prop in model.sometimes:
+            if prop.id in self.examples:
+                result.examples[prop.id] = self.examples[prop.id][1]
+            elif result.complete:
+                violated[prop.id] = Violation(prop, [], [])
         if self.check_liveness and result.complete:
             result.liveness_checked = True
             search = prepare(self)

@@ -84,6 +84,7 @@ def only(model, prop: str):
     model.invariants = [p for p in model.invariants if p.id == prop]
     model.action_properties = [p for p in model.action_properties if p.id == prop]
     model.liveness = [p for p in model.liveness if p.id == prop]
+    model.sometimes = [p for p in model.sometimes if p.id == prop]
     return model
 
 

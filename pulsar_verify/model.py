@@ -52,8 +52,10 @@ class Property:
     """A registered property.
 
     kind: ``invariant`` (predicate over a state), ``action`` (over state,
-    action, next state) or ``liveness`` (``trigger`` leads to ``goal`` under
-    weak fairness of the ``fair`` action names). A declared property knows its
+    action, next state), ``liveness`` (``trigger`` leads to ``goal`` under
+    weak fairness of the ``fair`` action names) or ``sometimes`` (a predicate
+    over a state that some run reaches: what the PIP says a user can do; after
+    Stateright's ``Property::sometimes``). A declared property knows its
     model, and travels between processes by reference: (model, id).
     """
 
@@ -99,6 +101,15 @@ class PropertySet:
     def action_property(self, id: str, statement: str, section: str):
         def register(fn: Callable[["Model", Any, Action, Any], bool]):
             self.items.append(Property(id, statement, section, "action", fn))
+            return fn
+        return register
+
+    def sometimes(self, id: str, statement: str, section: str):
+        """Declare that some run reaches a state where ``fn(model, state)`` holds, without breaking any
+        other property on the way (a state that breaks one is not expanded): its shortest example is
+        kept, and a complete search that meets none breaks it. Decided only by a complete search."""
+        def register(fn: Callable[["Model", Any], bool]):
+            self.items.append(Property(id, statement, section, "sometimes", fn))
             return fn
         return register
 
@@ -245,6 +256,7 @@ class Model:
         self.invariants = [p for p in self.props if p.kind == "invariant"]
         self.action_properties = [p for p in self.props if p.kind == "action"]
         self.liveness = [p for p in self.props if p.kind == "liveness"]
+        self.sometimes = [p for p in self.props if p.kind == "sometimes"]
         self.reduction = self.symmetry()
 
     def symmetry(self) -> str:
@@ -299,7 +311,7 @@ class Model:
             if p.id in seen:
                 raise ModelDefinitionError(f"model {cls.name}: property {p.id!r} is declared twice")
             seen.add(p.id)
-            if p.kind not in ("invariant", "action", "liveness"):
+            if p.kind not in ("invariant", "action", "liveness", "sometimes"):
                 raise ModelDefinitionError(f"model {cls.name}: property {p.id!r} has unknown kind {p.kind!r}")
             unknown = sorted(set(p.fair) - set(cls.action_labels))
             if unknown:

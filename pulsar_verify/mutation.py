@@ -475,8 +475,8 @@ def instrument(mutants: list[Mutant]) -> None:
 def _until(model: str, expected: dict[str, int]):
     """Stops a run as soon as its safety verdicts can no longer equal ``expected``: a violation
     found that is not expected, or at another length, or an expected one shorter than the levels
-    already complete and not found (liveness is decided only once the search is complete)."""
-    live = {p.id for p in registry.model_class(model).declared_properties() if p.kind == "liveness"}
+    already complete and not found (liveness and ``sometimes`` are decided only once the search is complete)."""
+    live = {p.id for p in registry.model_class(model).declared_properties() if p.kind in ("liveness", "sometimes")}
     safety = {pid: n for pid, n in expected.items() if pid not in live}
 
     def differs(violated: dict, depth: int) -> bool:
@@ -581,14 +581,17 @@ def score(records: list[dict], notes: dict[str, dict]) -> dict:
 
 
 def harness(models: list[str], *, count: int = PER_MODEL, workers: int | None = None,
-            progress: Callable[[str], None] = lambda line: None) -> dict:
-    """Every chosen mutant of each model, over ``workers`` processes (default: every core)."""
+            progress: Callable[[str], None] = lambda line: None, only: frozenset = frozenset()) -> dict:
+    """Every chosen mutant of each model (or those of them ``only`` names: a partial run, to see what a
+    new property kills), over ``workers`` processes (default: every core)."""
     started = time.perf_counter()
     workers = workers or os.cpu_count() or 1
     ctx = multiprocessing.get_context("spawn")
     runs = {m: plan(m) for m in models}
-    mutants = {m: chosen(m, count) for m in models}
+    mutants = {m: [mu for mu in chosen(m, count) if not only or mu.id in only] for m in models}
     report: dict = {"workers": workers, "per_model": count, "models": {}}
+    if only:
+        report["only"] = sorted(only)
     every = [(m, run) for m in models for run in runs[m]]
     with ctx.Pool(workers, instrument, ([mu for m in models for mu in mutants[m]],), maxtasksperchild=1) as pool:
         done = iter(pool.map(_baseline_job, every, chunksize=8))
@@ -634,7 +637,9 @@ def record(report: dict, path: Path = SCORES) -> None:
 
 def markdown(report: dict) -> str:
     lines = ["# Mutation score", "",
-             f"{report['per_model']} mutants per model, run on {report['workers']} processes in "
+             (f"Only {', '.join(report['only'])} of the {report['per_model']} mutants chosen per model (a partial "
+              f"run: its scores count these alone), run on " if report.get("only") else
+              f"{report['per_model']} mutants per model, run on ") + f"{report['workers']} processes in "
              f"{report['seconds']:.0f} s. A mutant is killed when a verdict or a shortest counterexample "
              "length changes; a crash of the mutated model is counted apart (killed-by-exception) and is "
              "not a kill. Score: killed / (mutants - equivalent).", "",

@@ -24,15 +24,17 @@ class Cell:
 
     bounds: int = 0
     states: int = 0
-    violations: list = attrs.Factory(list)  # (bounds, length, lasso)
+    violations: list = attrs.Factory(list)  # (bounds, length, shape: trace, lasso or never)
     hypothesis: str | None = None  # "holds (N examples)" / "violated"
     incomplete: bool = False
 
     def markdown(self) -> str:
         if self.violations:
-            preset, length, lasso = min(self.violations, key=lambda v: v[1])
+            preset, length, shape = min(self.violations, key=lambda v: v[1])
             more = f" (+{len(self.violations) - 1} bounds)" if len(self.violations) > 1 else ""
-            return f"❌ `{preset}`: {length}-step {'lasso' if lasso else 'trace'}{more}"
+            if shape == "never":
+                return f"❌ `{preset}`: no example in the whole search{more}"
+            return f"❌ `{preset}`: {length}-step {shape}{more}"
         text = f"✅ exhaustive, {self.bounds} bounds, {self.states:,} states"
         if self.incomplete:
             text += " (a bound cut the search)"
@@ -43,10 +45,11 @@ class Cell:
 
     def compact(self) -> str:
         """For the matrix: ``✅ 56k`` (states explored, ``*`` if a bound cut the search, ``H`` if Hypothesis
-        holds too) or ``❌ bounds·length`` (``↻`` for a lasso) of the shortest counterexample."""
+        holds too) or ``❌ bounds·length`` (``↻`` for a lasso) of the shortest counterexample (``∅`` for a
+        ``sometimes`` property no state was an example of)."""
         if self.violations:
-            preset, length, lasso = min(self.violations, key=lambda v: v[1])
-            return f"❌ {preset}·{length}{'↻' if lasso else ''}"
+            preset, length, shape = min(self.violations, key=lambda v: v[1])
+            return f"❌ {preset}·{'∅' if shape == 'never' else length}{'↻' if shape == 'lasso' else ''}"
         text = f"✅ {_count(self.states)}{'*' if self.incomplete else ''}"
         if self.hypothesis:
             text += " ❌H" if self.hypothesis == VIOLATED else " H"
@@ -64,19 +67,22 @@ def cells(rows, hypothesis: dict) -> dict:
     """(model, variant, property) -> Cell over the local runs; ``hypothesis`` maps (model, variant)
     to (examples, violated property ids)."""
     out: dict = defaultdict(Cell)
+    sometimes = set()  # a Hypothesis run's steps cannot show that no run has an example
     for name, variant, preset, engine, model, r in rows:
         if engine != "local":
             continue
+        sometimes.update((name, pid) for pid, kind in r.properties if kind == "sometimes")
         for pid, _ in r.properties:
             c = out[name, variant, pid]
             c.bounds += 1
             c.states += r.distinct_states
             c.incomplete |= not r.complete
         for v in r.violations:
-            out[name, variant, v.prop.id].violations.append((preset, v.length, v.loop is not None))
+            shape = "never" if not v.traced else "lasso" if v.loop is not None else "trace"
+            out[name, variant, v.prop.id].violations.append((preset, v.length, shape))
     for (name, variant), (examples, failed) in hypothesis.items():
         for (n, var, pid), c in out.items():
-            if (n, var) == (name, variant):
+            if (n, var) == (name, variant) and (n, pid) not in sometimes:
                 c.hypothesis = VIOLATED if pid in failed else f"holds ({examples} examples)"
     return out
 

@@ -1,5 +1,6 @@
 """What an exploration decides, on either engine: the run's counts and each violation with its
-shortest counterexample (a lasso for liveness)."""
+shortest counterexample (a lasso for liveness; none for a ``sometimes`` property, which a complete
+search breaks by meeting no example), and the length of each ``sometimes`` property's shortest example."""
 from __future__ import annotations
 
 import attrs
@@ -18,11 +19,18 @@ class Violation:
     def length(self) -> int:
         return len(self.actions)
 
+    @property
+    def traced(self) -> bool:
+        """Whether it has a counterexample (a ``sometimes`` property's violation has none)."""
+        return self.prop.kind != "sometimes"
+
     def as_dict(self) -> dict:
         d = {"property": self.prop.id, "kind": self.prop.kind, "statement": self.prop.statement,
              "section": self.prop.section, "length": self.length}
         if self.loop is not None:
             d["loop"] = self.loop
+        if not self.traced:
+            d["never"] = True  # no state the search reached is an example
         return d
 
 
@@ -45,6 +53,7 @@ class Result:
     level_stats: list = attrs.Factory(list)  # per level: expanded, new, transitions, seconds, rate (Spark)
     liveness_checked: bool = False
     unreachable_goal: dict = attrs.Factory(dict)  # liveness id -> count of states that can never reach it
+    examples: dict = attrs.Factory(dict)  # sometimes id -> length of its shortest example
     trace_files: list = attrs.Factory(list)
     properties: list = attrs.Factory(list)  # (id, kind) of every property the model was run with
     reduction: str = ""  # the symmetry the search reduced by ('' for the full search)
@@ -55,8 +64,10 @@ class Result:
 
     @property
     def properties_checked(self) -> list[str]:
-        """The ids of the properties this run decided: liveness only when it was checked."""
-        return [pid for pid, kind in self.properties if kind != "liveness" or self.liveness_checked]
+        """The ids of the properties this run decided: liveness only when it was checked, a ``sometimes``
+        property when an example was met or the search was complete."""
+        return [pid for pid, kind in self.properties if (kind != "liveness" or self.liveness_checked)
+                and (kind != "sometimes" or self.complete or pid in self.examples)]
 
     @property
     def states_per_second(self) -> float:
@@ -75,6 +86,7 @@ class Result:
             "coverage": self.coverage, "never_fired": self.never_fired,
             "violations": [v.as_dict() for v in self.violations],
             "liveness_checked": self.liveness_checked, "unreachable_goal": self.unreachable_goal,
+            "examples": self.examples,
             "properties_checked": self.properties_checked,
             "properties_not_checked": [pid for pid, _ in self.properties if pid not in self.properties_checked],
             "level_sizes": self.level_sizes, "trace_files": [str(p) for p in self.trace_files],

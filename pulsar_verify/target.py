@@ -142,7 +142,7 @@ class TargetSearch(Model):
         self.statement = statement + (f" (via {' then '.join(aim.via)})" if aim.via else "")
         reached = Property(REACHED_ID, f"never: {self.statement}", source, "invariant", check=self._not_reached)
         self.props = self.invariants = [reached]
-        self.action_properties, self.liveness = [], []
+        self.action_properties, self.liveness, self.sometimes = [], [], []
 
     def reached_by(self, actions, last) -> bool:
         """Whether a trace with these actions, ending in the model's state ``last``, reaches the target."""

@@ -257,9 +257,10 @@ def _advance(job, q: int, shuffled):
     write_visited(ckpt.visited(here, q), np.insert(visited, np.searchsorted(visited, new), new))
     del visited
 
-    invariants = model.invariants
+    invariants, sometimes = model.invariants, model.sometimes
     cols = {name: [] for name in links_schema().names}
     found = []
+    examples: dict = {}  # sometimes property -> the least fingerprint of this partition's examples
 
     def checked():
         """Each new state decoded once, checked and recorded, and passed on to be expanded
@@ -274,6 +275,9 @@ def _advance(job, q: int, shuffled):
             if broken:
                 found.append((fp, broken))
             else:
+                for p in sometimes:
+                    if p.check(model, s) and fp < examples.get(p.id, fp + 1):
+                        examples[p.id] = fp
                 yield fp, s
 
     summary = {"new": len(new)}
@@ -287,7 +291,7 @@ def _advance(job, q: int, shuffled):
     for fp, broken in sorted(found):
         for pid in broken:
             first.setdefault(pid, fp)
-    write_summary(ckpt.summary(here, q), {**summary, "bad": len(found), "found": first})
+    write_summary(ckpt.summary(here, q), {**summary, "bad": len(found), "found": first, "examples": examples})
 
 
 @_without_gc
@@ -337,7 +341,7 @@ class SparkExplorer:
         import numpy as np
         model = self.model
         fp_of = state_key(model)
-        violated = []
+        violated, examples = [], {}  # examples: sometimes property -> its least fingerprint
         names = links_schema().names
         cols = [{name: [] for name in names} for _ in range(self.parts)]
         for s in model.init_states():
@@ -347,6 +351,9 @@ class SparkExplorer:
             self.init_by_fp[fp] = s
             broken = [p.id for p in model.invariants if not p.check(model, s)]
             violated += [[pid, 0, fp, None] for pid in broken]
+            for p in model.sometimes if not broken else ():
+                if p.check(model, s):
+                    examples[p.id] = min(fp, examples.get(p.id, fp))
             row = (fp, None, None, _labels(model, s, self.graph), bool(broken), None if broken else encode(s))
             for name, value in zip(names, row):
                 cols[fp % self.parts][name].append(value)
@@ -360,6 +367,7 @@ class SparkExplorer:
         manifest = {**self.identity, "partitions": self.parts, "init": sorted(self.init_by_fp), "levels": 0,
                     "level_sizes": [count], "expanded": False, "frontier_size": count - len({v[2] for v in violated}),
                     "transitions": 0, "coverage": {}, "violated": violated, "stats": [stats], "seconds": 0.0,
+                    "examples": [[pid, 0, fp] for pid, fp in sorted(examples.items())],
                     "done": False}
         self.ckpt.save(manifest)
         return manifest
@@ -458,6 +466,13 @@ class SparkExplorer:
         violated = manifest["violated"]
         for fp, pid in sorted((fp, pid) for s in summaries for pid, fp in s["found"].items()):
             _note(violated, pid, level, fp)
+        examples = list(manifest.get("examples", []))
+        met = {pid for pid, _, _ in examples}
+        for fp, pid in sorted((fp, pid) for s in summaries for pid, fp in s.get("examples", {}).items()):
+            if pid not in met:
+                met.add(pid)
+                examples.append([pid, level, fp])
+        manifest = {**manifest, "examples": examples}
         if count:
             manifest = self._count({**manifest, "violated": violated}, level, summaries)
         seconds = time.perf_counter() - started
@@ -555,6 +570,8 @@ class SparkExplorer:
         result.depth = manifest["levels"]
         result.coverage = dict(sorted(manifest["coverage"].items()))
         result.never_fired = sorted(set(model.action_names()) - set(result.coverage))
+        result.examples = {pid: level for pid, level, _ in manifest.get("examples", [])}
+        violations += [Violation(p, [], []) for p in model.sometimes if complete and p.id not in result.examples]
         if self.graph and model.liveness and complete:
             result.liveness_checked = True
             for prop, lasso, unreachable in check_liveness_on_disk(self, manifest):
@@ -576,8 +593,8 @@ class SparkExplorer:
                   ("rate", pa.float64()), ("shipped_records", pa.int64()), ("shipped_bytes", pa.int64())]
         write_table(root / "stats.parquet", {name: [s[name] for s in stats] for name, _ in fields},
                     pa.schema(fields))
-        docs = [{**v.as_dict(), "itf": trace_document(self.model, v.states, v.actions, v.as_dict(), v.loop)}
-                for v in result.violations]
+        docs = [{**v.as_dict(), "itf": trace_document(self.model, v.states, v.actions, v.as_dict(), v.loop)
+                 if v.traced else None} for v in result.violations]
         (root / "violations.json").write_text(json.dumps(docs, indent=1) + "\n")
         write_table(root / "violations.parquet",
                     {"property": [d["property"] for d in docs], "kind": [d["kind"] for d in docs],

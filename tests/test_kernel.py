@@ -185,7 +185,7 @@ def test_usage_errors_are_one_line_exit_2(args, message):
 def signature(result) -> tuple:
     """Everything a run decides: counts, levels, coverage, each violation with its path (a lasso's loop)."""
     return (result.distinct_states, result.transitions, result.depth, result.level_sizes, result.coverage,
-            result.complete, result.liveness_checked, result.unreachable_goal,
+            result.complete, result.liveness_checked, result.unreachable_goal, result.examples,
             [(v.prop.id, v.length, [str(a) for a in v.actions], v.loop) for v in result.violations])
 
 
@@ -195,7 +195,7 @@ def signature(result) -> tuple:
     ("pip-473", "as-written", "default", 6), ("v4-txn", "as-written", "sealed", None),
     ("pip-373", "as-written", "default", None), ("pip-468", "as-written", "session-failover", None),
     ("pip-477", "as-written", "cursor", None), ("pip-477", "all-fixes", "rollback-old-down", None),
-    ("v4-txn", "as-written", "two-txns", 12)])
+    ("v4-txn", "as-written", "two-txns", 12), ("pip-473", "all-fixes", "sealed", None)])
 @pytest.mark.parametrize("liveness", [True, False])
 def test_several_workers_give_the_one_process_run(name, variant, preset, depth, liveness):
     """``explore --workers``: the same states in the same order, so the same counts, verdicts and
@@ -216,6 +216,38 @@ def test_three_workers_share_uneven_levels(liveness):
     three, _ = explore(registry.build("pip-473", "as-written", preset="faults"), max_depth=9, workers=3,
                        check_liveness=liveness)
     assert signature(three) == signature(one)
+
+
+def lock_sometimes(predicate, variant="atomic-acquire"):
+    """toy-lock with one property more: some run reaches a state where ``predicate`` holds."""
+    import types
+
+    from pulsar_verify.model import PropertySet
+    from toy_lock import PROPERTIES, LockModel
+    props = PropertySet()
+    props.items = list(PROPERTIES.items)
+    props.sometimes("example", "some run reaches it", "test")(predicate)
+    module = types.ModuleType("toy_lock_sometimes")
+    module.PROPERTIES = props
+    sys.modules[module.__name__] = module
+    cls = type("LockSometimes", (LockModel,), {"properties_from": module.__name__})
+    return cls(cls.make_config(variant))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_sometimes_property_keeps_its_shortest_example_and_fails_without_one(workers):
+    """Met: held, with the length of its shortest example (request, acquire). Never met in a complete
+    search: violated, with no trace. A state that breaks another property is no example (two processes
+    critical, as written). Cut by a bound before any example: not decided."""
+    r, _ = explore(lock_sometimes(lambda m, s: CRITICAL in s.pc), workers=workers)
+    assert r.examples == {"example": 2} and "example" in r.properties_checked and r.violations == []
+    for predicate, variant in ((lambda m, s: False, "atomic-acquire"),
+                               (lambda m, s: s.pc.count(CRITICAL) == 2, "as-written")):
+        r, _ = explore(lock_sometimes(predicate, variant), workers=workers)
+        [v] = [v for v in r.violations if v.prop.id == "example"]
+        assert r.complete and not v.traced and v.states == [] and v.as_dict()["never"] and r.examples == {}
+    r, _ = explore(lock_sometimes(lambda m, s: False), max_depth=2, workers=workers)
+    assert r.violations == [] and "example" not in r.properties_checked
 
 
 def test_bounds_make_the_run_incomplete():

@@ -156,6 +156,18 @@ def test_cli_reports_and_exits_1_below_the_recorded_score(tmp_path):
     assert not mutation.below_floor(report, _write(tmp_path / "t.json", {"toy-lock": {**high["toy-lock"], "mutants": 7}}))
 
 
+def test_only_runs_the_named_mutants_and_records_no_floor(tmp_path):
+    first = mutation.chosen("toy-lock", 6)[0].id
+    cmd = [sys.executable, "-m", "pulsar_verify", "mutation", "toy-lock", "--mutants", "6", "--only", first]
+    done = subprocess.run(cmd + ["--out", str(tmp_path / "mut")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "mut" / "mutation.json").read_text())
+    assert [r["id"] for r in report["models"]["toy-lock"]["mutants"]] == [first] and report["only"] == [first]
+    for extra in (["--record"], ["--only", "no-such-mutant"]):
+        done = subprocess.run(cmd + extra + ["--out", str(tmp_path / "x")], capture_output=True, text=True)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
 def _write(path, data):
     path.write_text(json.dumps(data))
     return path

@@ -34,6 +34,7 @@ BROKEN = {
     "no-write-after-end": ("as-written", "default"),
     "finalized-txns-collected": ("as-written", "default"),
     "collected-txns-leave-brokers": ("as-written", "acks"),
+    "sealed-txn-delivered": ("mutant:double-append", "sealed"),  # every run that writes breaks entries-are-sends
 }
 
 

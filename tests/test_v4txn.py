@@ -25,6 +25,7 @@ BROKEN = {
     "sealed-accepts-no-write": ("mutant:append-to-sealed", "sealed"),
     "committed-entries-delivered": ("as-written", "sealed"),
     "sends-complete": ("mutant:no-recover-after-crash", "faults"),
+    "txn-ack-applied": ("mutant:commit-skips-cursor", "acks"),
 }
 
 
