@@ -26,6 +26,7 @@ BROKEN = {
     "plain-message-delivered": ("mutant:no-timeout", "default"),
     "first-ack-never-conflicts": ("as-implemented", "ack-timeout"),
     "client-told-the-outcome": ("pr-19201", "tc-restart"),
+    "txn-ack-applied": ("mutant:commit-skips-cursor", "acks"),
 }
 
 
