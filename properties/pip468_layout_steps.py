@@ -28,7 +28,8 @@ STEP = {"discover": DISCOVER, "create": CREATE, "terminate": TERMINATE, "cas": C
 KINDS = ("split", "merge")
 SECTION = ("PIP-468 Split Protocol 1-5, Merge Protocol 1-5 and 'Why this ordering matters'; Leader Election and "
            "Failover; SegmentLayout")
-CASES = {"split-merge": finding_variants("pip-468", ("split-merge",), all_fixes=False)}  # as written, and the finding's fix
+# the finding's bounds: as written, and the finding's fix
+CASES = {"split-merge": finding_variants("pip-468", ("split-merge",), all_fixes=False)}
 
 
 def layout_table(segments: int, splits: int, merges: int) -> list:

@@ -52,8 +52,9 @@ def start_spark(master: str, conf: dict | None = None, start_timeout: float | No
 
 def write_results(model, result, into: Path, final: Path | None = None, info=lambda v: {}) -> None:
     """Each violation's counterexample as ``<property>.itf.json`` (its ``#meta.violation`` with ``info(v)``
-    added; a ``sometimes`` property's violation has none), then ``summary.json``, written ``into`` a staging directory that will become ``final`` (where
-    the summary says they are). ``result``: an exploration's or a swarm's."""
+    added; a ``sometimes`` property's violation has none), then ``summary.json``, written ``into`` a
+    staging directory that will become ``final`` (where the summary says they are). ``result``: an
+    exploration's or a swarm's."""
     final = final if final is not None else Path(into)  # a Path, or a Location (a URI --out)
     for v in result.violations:
         if not v.traced:
