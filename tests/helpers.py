@@ -14,6 +14,7 @@ from pulsar_verify.explorer import explore
 from pulsar_verify.findings import only
 
 ROOT = Path(__file__).resolve().parent.parent
+NIGHTLY = os.environ.get("HYPOTHESIS_PROFILE") == "nightly"  # tox -e nightly (conftest.py defaults it to ci)
 
 
 def cli(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -3,7 +3,6 @@
 written and with every fix; in the nightly at every in-process bound set it covers, for every variant."""
 from __future__ import annotations
 
-import os
 
 import pytest
 import z3
@@ -12,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from pulsar_verify import registry
 from pulsar_verify.properties import agreement, step_encodings, v4txn_steps
 
-NIGHTLY = os.environ.get("HYPOTHESIS_PROFILE") == "nightly"
+from .helpers import NIGHTLY
 
 
 def _cases() -> list:

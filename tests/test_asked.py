@@ -3,7 +3,6 @@
 variant forbids reuse, and on every model the runs the review would reuse are the runs it would make."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,8 @@ from pulsar_verify.asked import AskedFixes, AskedName, Questions, same_run
 from pulsar_verify.engines import run_exploration
 from pulsar_verify.model import Variant
 from pulsar_verify.review import _anchors, standing_for
+
+from .helpers import NIGHTLY
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,7 +88,6 @@ def reuse_mismatches(name: str, preset: str, build=registry.build) -> tuple[int,
     return reused, wrong
 
 
-NIGHTLY = os.environ.get("HYPOTHESIS_PROFILE") == "nightly"
 BOUNDS = [(cls.name, preset) for cls in registry.all_models()
           for preset in cls.in_process_presets()[:None if NIGHTLY else 2]]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 
 import attrs
 import networkx as nx
@@ -14,6 +13,8 @@ from hypothesis import strategies as st
 
 from pulsar_verify.invariants.pip468 import layout_problems
 from pulsar_verify.models.pip468.layout import ACTIVE, HASH_MAX, HashRange, LayoutError, SegmentInfo, SegmentLayout
+
+from .helpers import NIGHTLY
 
 # "Metadata Store Schema", as printed in the PIP.
 PIP_EXAMPLE = """{
@@ -28,7 +29,6 @@ PIP_EXAMPLE = """{
   },
   "properties": {}
 }"""
-NIGHTLY = os.environ.get("HYPOTHESIS_PROFILE") == "nightly"
 
 
 def test_pip_example_loads_and_round_trips():

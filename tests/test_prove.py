@@ -3,7 +3,6 @@ agreement between each Z3 encoding and the Python model on states Hypothesis dra
 from __future__ import annotations
 
 import json
-import os
 import re
 from functools import lru_cache
 
@@ -22,10 +21,7 @@ from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue, shortest
 
-from .helpers import cli, violated
-
-
-NIGHTLY = os.environ.get("HYPOTHESIS_PROFILE") == "nightly"
+from .helpers import NIGHTLY, cli, violated
 
 
 @lru_cache(maxsize=None)

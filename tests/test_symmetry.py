@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import os
 import random
 import tempfile
 from pathlib import Path
@@ -22,10 +21,9 @@ from pulsar_verify.models.v4txn import symmetry as v4_symmetry
 from pulsar_verify.symmetry import renaming
 from pulsar_verify.values import replace
 
-from .helpers import cli
+from .helpers import NIGHTLY, cli
 
 CASES = [(cls.name, preset) for cls in registry.all_models() for preset in cls.in_process_presets()]
-NIGHTLY = os.environ.get("HYPOTHESIS_PROFILE") == "nightly"
 RENAMES = {"v4-txn": v4_symmetry.rename, "pip-373": v4_symmetry.rename, "pip-473": pip473_symmetry.rename}
 
 
