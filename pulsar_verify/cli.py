@@ -281,11 +281,13 @@ def human_summary(model, r: Result) -> str:
     for pid, _ in r.properties:
         verdict = "VIOLATED" if pid in failed else "holds   " if pid in r.properties_checked else "not checked"
         lines.append(f"  {verdict} {pid}")
+    paths = iter(r.trace_files)  # one per violation with a counterexample, in order
     for v in r.violations:
         if not v.traced:
             lines.append(f"\n{v.prop.kind} {v.prop.id} violated ({v.prop.statement}; {v.prop.section}): "
                          f"none of the {r.distinct_states:,} states reached is an example")
-    for v, path in zip([v for v in r.violations if v.traced], r.trace_files):
+            continue
+        path = next(paths)
         lines.append(f"\n{v.prop.kind} {v.prop.id} violated ({v.prop.statement}; {v.prop.section}), "
                      f"{v.length} steps:")
         lines.append(render_trace(v.states, v.actions, v.loop))

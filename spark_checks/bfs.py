@@ -106,7 +106,8 @@ def spark_failure(exc: Exception) -> str:
 
 
 def _note(violated: list, pid: str, level: int, fp: int, action: str | None = None) -> None:
-    """Record ``pid``'s first violation (the manifest keeps one per property)."""
+    """Record ``pid``'s first violation (the manifest keeps one per property; its ``examples``, a
+    ``sometimes`` property's first example, the same way)."""
     if all(v[0] != pid for v in violated):
         violated.append([pid, level, fp, action])
 
@@ -276,8 +277,8 @@ def _advance(job, q: int, shuffled):
                 found.append((fp, broken))
             else:
                 for p in sometimes:
-                    if p.check(model, s) and fp < examples.get(p.id, fp + 1):
-                        examples[p.id] = fp
+                    if p.check(model, s):
+                        examples[p.id] = min(fp, examples.get(p.id, fp))
                 yield fp, s
 
     summary = {"new": len(new)}
@@ -341,7 +342,7 @@ class SparkExplorer:
         import numpy as np
         model = self.model
         fp_of = state_key(model)
-        violated, examples = [], {}  # examples: sometimes property -> its least fingerprint
+        violated, examples = [], []
         names = links_schema().names
         cols = [{name: [] for name in names} for _ in range(self.parts)]
         for s in model.init_states():
@@ -353,7 +354,7 @@ class SparkExplorer:
             violated += [[pid, 0, fp, None] for pid in broken]
             for p in model.sometimes if not broken else ():
                 if p.check(model, s):
-                    examples[p.id] = min(fp, examples.get(p.id, fp))
+                    examples.append((fp, p.id))
             row = (fp, None, None, _labels(model, s, self.graph), bool(broken), None if broken else encode(s))
             for name, value in zip(names, row):
                 cols[fp % self.parts][name].append(value)
@@ -367,8 +368,10 @@ class SparkExplorer:
         manifest = {**self.identity, "partitions": self.parts, "init": sorted(self.init_by_fp), "levels": 0,
                     "level_sizes": [count], "expanded": False, "frontier_size": count - len({v[2] for v in violated}),
                     "transitions": 0, "coverage": {}, "violated": violated, "stats": [stats], "seconds": 0.0,
-                    "examples": [[pid, 0, fp] for pid, fp in sorted(examples.items())],
+                    "examples": [],
                     "done": False}
+        for fp, pid in sorted(examples):
+            _note(manifest["examples"], pid, 0, fp)
         self.ckpt.save(manifest)
         return manifest
 
@@ -466,12 +469,9 @@ class SparkExplorer:
         violated = manifest["violated"]
         for fp, pid in sorted((fp, pid) for s in summaries for pid, fp in s["found"].items()):
             _note(violated, pid, level, fp)
-        examples = list(manifest.get("examples", []))
-        met = {pid for pid, _, _ in examples}
+        examples = list(manifest.get("examples", []))  # as the violations: the first per property
         for fp, pid in sorted((fp, pid) for s in summaries for pid, fp in s.get("examples", {}).items()):
-            if pid not in met:
-                met.add(pid)
-                examples.append([pid, level, fp])
+            _note(examples, pid, level, fp)
         manifest = {**manifest, "examples": examples}
         if count:
             manifest = self._count({**manifest, "violated": violated}, level, summaries)
@@ -570,7 +570,7 @@ class SparkExplorer:
         result.depth = manifest["levels"]
         result.coverage = dict(sorted(manifest["coverage"].items()))
         result.never_fired = sorted(set(model.action_names()) - set(result.coverage))
-        result.examples = {pid: level for pid, level, _ in manifest.get("examples", [])}
+        result.examples = {pid: level for pid, level, _, _ in manifest.get("examples", [])}
         violations += [Violation(p, [], []) for p in model.sometimes if complete and p.id not in result.examples]
         if self.graph and model.liveness and complete:
             result.liveness_checked = True

@@ -662,7 +662,6 @@ def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_l
     assert {(f.bounds, f.property) for f in findings if not f.alone} <= {
         (preset, prop) for variant, preset, prop in PIP477_CI if variant == "as-written"}
     for variant, preset, prop in PIP477_CI:
-        explorer = explorer_lengths("pip-477", variant, preset)
         if (variant, preset, prop) in PIP477_NIGHTLY and not NIGHTLY:
             if prop in z477.Pip477Steps.invariants:  # the explorer's run is one of the encoding's, and ends there
                 run = [z477.Pip477Steps.label(a) for a in violated("pip-477", variant, preset)[prop].actions]
@@ -670,6 +669,7 @@ def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_l
                 assert steps.run_of(len(run), prop, labels=run) == run
                 assert steps.run_of(len(run), prop, labels=run[:-1] + ["register"]) is None
             continue
+        explorer = explorer_lengths("pip-477", variant, preset)
         props = set(explorer) & set(z477.Pip477Steps.properties) if NIGHTLY else {prop}
         lengths = z477_lengths(variant, preset, props, max(explorer[p] for p in props))
         assert lengths == {p: explorer[p] for p in props}, (variant, preset)
