@@ -21,7 +21,7 @@ SYSTEM = tuple(sorted(set(Pip373.action_labels) - ENVIRONMENT - {"admin_update",
 
 
 def _txn_ever_sent(s) -> bool:
-    return any(c.sends for c in s.clients) or any(t == LEGACY_TXN for _, t in s.logs[0])
+    return any(c.sends for c in s.clients.values()) or any(t == LEGACY_TXN for _, t in s.logs[0])
 
 
 PROPERTIES.action_property("read-committed",

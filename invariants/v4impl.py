@@ -102,7 +102,7 @@ FAILED = {ABORTED, NOT_FOUND, INVALID}  # what the application takes for "not co
                       "Pulsar client API: Transaction.commit() completes exceptionally when the transaction did not "
                       "commit; apache/pulsar #19629 'Throw exception though transaction committed successfully'")
 def client_told_the_outcome(m, s) -> bool:
-    for t, c in enumerate(s.clients, 1):
+    for t, c in s.clients.items():
         committed = s.decided.get(t) == COMMITTED
         if c.outcome == COMMITTED and not committed or c.outcome in FAILED and committed:
             return False
@@ -136,7 +136,7 @@ def reader_told_available_beyond_horizon(m, s) -> bool:
                    "apache/pulsar #19629 'Throw exception though transaction committed successfully'")
 def commit_reported_failed(m, s) -> bool:
     return any(c.outcome in (NOT_FOUND, INVALID) and s.decided.get(t) == COMMITTED
-               for t, c in enumerate(s.clients, 1))
+               for t, c in s.clients.items())
 
 
 @PROPERTIES.target("txn-stranded-after-tc-reload",

@@ -69,7 +69,7 @@ def sends_done(m, s):
 def undelivered_none_open(m, s):
     """``undelivered``, while no txn is open: an open txn holds the read horizon until it ends,
     and ending it is the client's step (the model has no transaction timeout)."""
-    return undelivered(m, s) and all(c.phase != "open" for c in s.clients)
+    return undelivered(m, s) and all(c.phase != "open" for c in s.clients.values())
 
 
 NEXT = {OPEN: {ENDING[COMMITTED], ENDING[ABORTED]}, ENDING[COMMITTED]: {COMMITTED}, ENDING[ABORTED]: {ABORTED}}
@@ -84,7 +84,7 @@ def tc_state_machine(m, s, a, t):
 
 
 def ending(m, s):
-    return any(c.phase == "ending" for c in s.clients)
+    return any(c.phase == "ending" for c in s.clients.values())
 
 
 # Weak fairness: every step of the TC, the brokers and the dispatcher; not what clients, operators

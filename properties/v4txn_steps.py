@@ -233,7 +233,7 @@ class Steps(StepEncoding):
                v["seals"] == s.seals, v["sealed"] == s.sealed[0], v["ready"] == buf.ready,
                *self.concrete_extra(v, s)]
         for t in self.txns:
-            c = s.clients[t - 1]
+            c = s.clients[t]
             out += [v[f"tc{t}"] == TC.get(s.tc.get(t), 0), v[f"phase{t}"] == PHASE[c.phase],
                     v[f"sends{t}"] == c.sends, v[f"outcome{t}"] == TC.get(c.outcome, 0),
                     v[f"rpc{t}"] == RPC.get(s.rpcs.get((t, "partition", 0)), 0),

@@ -97,7 +97,7 @@ def test_a_standing_ack_conflicts_and_is_not_a_finding():
     all-fixes variant reaches it."""
     from pulsar_verify.target import reach
     hit = reach(MODEL, variant="all-fixes", bounds="ack-timeout", via=["ack_conflict"],
-                expr="clients[1].failed or clients[0].failed")
+                expr="clients[2].failed or clients[1].failed")
     assert hit.reached and "ack_conflict" in hit.labels
 
 
@@ -111,7 +111,7 @@ def test_the_coordinator_restart_has_what_the_implementation_has():
         assert coverage[label] > 0, label
     retried = reach(MODEL, variant="all-fixes", bounds="tc-restart",
                     via=("end_txn(want='COMMITTED')", "tc_crash", "tc_reload", "end_resend", "end_reply"),
-                    expr="clients[0].outcome == 'COMMITTED'")
+                    expr="clients[1].outcome == 'COMMITTED'")
     assert retried.reached and "tc_end" in retried.labels
 
 

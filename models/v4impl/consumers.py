@@ -87,7 +87,7 @@ def actions(m, s: ImplState):
             if (x.queue or x.unacked) and s.redeliveries < cfg.redeliveries:
                 yield act("redeliver", topic=topic, consumer=c)
     for t in range(1, cfg.txns + 1):
-        cl = s.clients[t - 1]
+        cl = s.clients[t]
         if cl.phase == "open" and cl.acks < cfg.acks:
             for topic, consumers in enumerate(s.consumers):
                 for c, x in enumerate(consumers):
@@ -152,7 +152,7 @@ def txn_ack(m, s: ImplState, a):
     t, topic, pos, c = (a.param(k) for k in ("txn", "topic", "pos", "consumer"))
     x = s.consumers[topic][c]
     s = with_consumer(s, topic, c, replace(x, unacked=x.unacked - {pos}))
-    s = with_client(s, t, acks=s.clients[t - 1].acks + 1)
+    s = with_client(s, t, acks=s.clients[t].acks + 1)
     return replace(s, subs_of=s.subs_of.set(t, s.subs_of.get(t, frozenset()) | {topic}),
                    acking=s.acking | {(t, topic, pos, c)})
 
@@ -160,7 +160,7 @@ def txn_ack(m, s: ImplState, a):
 def ack_refused(m, s: ImplState, a):
     """The TC refuses ADD_SUBSCRIPTION_TO_TXN: the transaction is no longer open (it timed out)."""
     t = a.param("txn")
-    return with_client(s, t, acks=s.clients[t - 1].acks + 1, failed=True)
+    return with_client(s, t, acks=s.clients[t].acks + 1, failed=True)
 
 
 def _landed(s: ImplState, a, record: bool, **client) -> ImplState:
@@ -235,7 +235,7 @@ def crashed(s: ImplState, t: ImplState, topic: int) -> ImplState:
     lost = {k for k in s.acking if k[1] == topic}
     clients = s.clients
     for t, *_ in lost:
-        clients = put(clients, t - 1, replace(clients[t - 1], failed=True))
+        clients = clients.set(t, replace(clients[t], failed=True))
     s = replace(s, consumers=put(s.consumers, topic, (Consumer(),) * len(s.consumers[topic])),
                 replay=put(s.replay, topic, frozenset()), pending=put(s.pending, topic, FrozenMap()),
                 acking=s.acking - lost, clients=clients)

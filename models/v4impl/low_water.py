@@ -85,7 +85,7 @@ def append_not_allowed(m, s: ImplState, a):
     """NotAllowedException: the send fails; the client can only abort."""
     t, topic = a.param("txn"), a.param("topic")
     return replace(s, publishes=s.publishes - {(t, topic)},
-                   clients=put(s.clients, t - 1, replace(s.clients[t - 1], failed=True)))
+                   clients=s.clients.set(t, replace(s.clients[t], failed=True)))
 
 
 APPLY = {"end_on_partition": end_on_partition, "lwm_abort": lwm_abort, "append_not_allowed": append_not_allowed}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from pulsar_verify.values import FrozenMap, put, replace
+from pulsar_verify.values import FrozenMap, replace
 
 from pulsar_verify.models.v4txn.state import State
 
@@ -67,4 +67,4 @@ class ImplState(State):
 
 def with_client(s: ImplState, t: int, **changes) -> ImplState:
     """``s`` with txn ``t``'s client changed."""
-    return replace(s, clients=put(s.clients, t - 1, replace(s.clients[t - 1], **changes)))
+    return replace(s, clients=s.clients.set(t, replace(s.clients[t], **changes)))

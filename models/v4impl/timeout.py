@@ -28,7 +28,7 @@ def actions(m, s: ImplState):
 
 def refusals(s: ImplState, a):
     """The TC's answer to a client request for a transaction it no longer has open."""
-    if a.name in REFUSED and s.clients[a.param("txn") - 1].phase == "open" and s.tc[a.param("txn")] != OPEN:
+    if a.name in REFUSED and s.clients[a.param("txn")].phase == "open" and s.tc[a.param("txn")] != OPEN:
         return act(REFUSED[a.name], txn=a.param("txn"))
     return a
 

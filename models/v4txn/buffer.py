@@ -104,7 +104,7 @@ def append_rejected(m, s: State, a):
     """TopicTerminated: the send fails and the client can only abort."""
     t, topic = a.param("txn"), a.param("topic")
     return replace(s, publishes=s.publishes - {(t, topic)},
-                   clients=put(s.clients, t - 1, replace(s.clients[t - 1], failed=True)))
+                   clients=s.clients.set(t, replace(s.clients[t], failed=True)))
 
 
 def end_on_partition(m, s: State, a):
@@ -159,7 +159,7 @@ def crash(m, s: State, a):
     clients = s.clients
     for t, tp in s.publishes:
         if tp == topic:
-            clients = put(clients, t - 1, replace(clients[t - 1], failed=True))
+            clients = clients.set(t, replace(clients[t], failed=True))
     return replace(s, buffers=put(s.buffers, topic, Buffer()), rpcs=rpcs, clients=clients,
                    publishes=frozenset(p for p in s.publishes if p[1] != topic),
                    subs=put(s.subs, topic, replace(s.subs[topic], read=0)), crashes=s.crashes + 1)

@@ -15,7 +15,7 @@ this model); timeouts are left out for the same reason.
 from __future__ import annotations
 
 from pulsar_verify.model import act
-from pulsar_verify.values import put, replace
+from pulsar_verify.values import replace
 
 from .state import ABORTED, COMMITTED, ENDING, OPEN, PARTITION, SUBSCRIPTION, State
 
@@ -23,7 +23,7 @@ from .state import ABORTED, COMMITTED, ENDING, OPEN, PARTITION, SUBSCRIPTION, St
 def actions(m, s: State):
     cfg = m.config
     for t in range(1, cfg.txns + 1):
-        c = s.clients[t - 1]
+        c = s.clients[t]
         if c.phase == "idle":
             yield act("new_txn", txn=t)
         elif c.phase == "open" and not m.in_flight(s, t):
@@ -48,16 +48,16 @@ def actions(m, s: State):
 
 def new_txn(m, s: State, a):
     t = a.param("txn")
-    return replace(s, tc=s.tc.set(t, OPEN), clients=put(s.clients, t - 1, replace(s.clients[t - 1], phase="open")))
+    return replace(s, tc=s.tc.set(t, OPEN), clients=s.clients.set(t, replace(s.clients[t], phase="open")))
 
 
 def add_partition(m, s: State, a):
     """ADD_PARTITION_TO_TXN (logged by the TC), then the client's send is in flight to the topic."""
     t, topic = a.param("txn"), a.param("topic")
-    c = s.clients[t - 1]
+    c = s.clients[t]
     return replace(s, parts=s.parts.set(t, s.parts.get(t, frozenset()) | {topic}),
                    publishes=s.publishes | {(t, topic)},
-                   clients=put(s.clients, t - 1, replace(c, sends=c.sends + 1)))
+                   clients=s.clients.set(t, replace(c, sends=c.sends + 1)))
 
 
 def end_txn(m, s: State, a):
@@ -70,7 +70,7 @@ def end_txn(m, s: State, a):
         rpcs = rpcs.set((t, SUBSCRIPTION, topic), "sent")
     decided = s.decided if t in s.decided else s.decided.set(t, want)
     return replace(s, tc=s.tc.set(t, ENDING[want]), rpcs=rpcs, decided=decided,
-                   clients=put(s.clients, t - 1, replace(s.clients[t - 1], phase="ending")))
+                   clients=s.clients.set(t, replace(s.clients[t], phase="ending")))
 
 
 def tc_retry(m, s: State, a):
@@ -91,7 +91,7 @@ def tc_end(m, s: State, a):
         if key[0] == t:
             rpcs = rpcs.remove(key)
     return replace(s, tc=s.tc.set(t, final), rpcs=rpcs,
-                   clients=put(s.clients, t - 1, replace(s.clients[t - 1], phase="done", outcome=final)))
+                   clients=s.clients.set(t, replace(s.clients[t], phase="done", outcome=final)))
 
 
 APPLY = {"new_txn": new_txn, "add_partition": add_partition, "end_txn": end_txn, "tc_retry": tc_retry,

@@ -133,11 +133,12 @@ class V4Txn(ComposedModel):
             tc=FrozenMap(), parts=FrozenMap(), subs_of=FrozenMap(), rpcs=FrozenMap(),
             logs=(log,) + ((),) * (n - 1), side=((),) * n, sealed=(False,) * n, snapshots=(None,) * n,
             pending_logs=((),) * n, cursors=FrozenMap(), buffers=(Buffer(),) * n, subs=(Sub(),) * n,
-            publishes=frozenset(), clients=(Client(),) * c.txns, prop=self.initial_prop(),
-            crashes=0, seals=0, snapshots_taken=0, nontxn=0,
+            publishes=frozenset(), clients=FrozenMap((t, Client()) for t in range(1, c.txns + 1)),
+            prop=self.initial_prop(), crashes=0, seals=0, snapshots_taken=0, nontxn=0,
             decided=FrozenMap((t, ABORTED) for kind, t in log if kind == ABORT_MARKER),
         )]
 
     def is_terminal(self, state):
         """Every transaction the clients started has ended and nothing is in flight."""
-        return not state.rpcs and not state.publishes and all(c.phase in ("idle", "done") for c in state.clients)
+        return not state.rpcs and not state.publishes and \
+            all(c.phase in ("idle", "done") for c in state.clients.values())

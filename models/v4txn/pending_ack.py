@@ -18,7 +18,7 @@ from .state import ABORT_MARKER, COMMIT_MARKER, COMMITTED, SUBSCRIPTION, State
 def actions(m, s: State):
     cfg = m.config
     for t in range(1, cfg.txns + 1):
-        c = s.clients[t - 1]
+        c = s.clients[t]
         if c.phase != "open" or c.acks >= cfg.acks:
             continue
         for topic in range(cfg.topics):
@@ -36,10 +36,10 @@ def actions(m, s: State):
 def txn_ack(m, s: State, a):
     """ADD_SUBSCRIPTION_TO_TXN, then the ack is appended to the pending-ack topic."""
     t, topic, pos = a.param("txn"), a.param("topic"), a.param("pos")
-    c = s.clients[t - 1]
+    c = s.clients[t]
     return replace(s, subs_of=s.subs_of.set(t, s.subs_of.get(t, frozenset()) | {topic}),
                    pending_logs=put(s.pending_logs, topic, s.pending_logs[topic] + (("ack", t, pos),)),
-                   clients=put(s.clients, t - 1, replace(c, acks=c.acks + 1)))
+                   clients=s.clients.set(t, replace(c, acks=c.acks + 1)))
 
 
 def end_on_subscription(m, s: State, a):

@@ -68,7 +68,7 @@ class State:
     buffers: tuple  # per topic: Buffer
     subs: tuple  # per topic: Sub
     publishes: frozenset  # (txn, topic): added to the txn, append not yet done
-    clients: tuple  # per txn (index txn - 1)
+    clients: FrozenMap  # txn -> Client
     prop: tuple  # PIP-373: (value, written by the broker) of __contains_txn_messages; () in v4
     crashes: int
     seals: int

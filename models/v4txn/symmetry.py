@@ -3,7 +3,7 @@ the same client, TC and broker steps, and no step, property or fairness set comp
 names one. Id 0 (non-transactional entries) and PIP-373's legacy txn are not renamed."""
 from __future__ import annotations
 
-from pulsar_verify.symmetry import Renaming, per_id, renamed_keys, renamed_values, shared
+from pulsar_verify.symmetry import Renaming, renamed_keys, renamed_values, shared
 from pulsar_verify.values import FrozenMap, replace
 
 from .state import State
@@ -12,7 +12,7 @@ from .state import State
 def signature(s: State, t: int) -> tuple:
     """What the state says of txn ``t`` alone: its client, its TC record, its decision and where its
     entries are."""
-    c = s.clients[t - 1]
+    c = s.clients[t]
     return (c.phase, c.sends, c.acks, c.failed, c.outcome, s.tc.get(t, ""), s.decided.get(t, ""),
             tuple(tuple(pos for pos, (_, x) in enumerate(log) if x == t) for log in s.logs))
 
@@ -52,4 +52,4 @@ def rename(s: State, ids: Renaming) -> State:
         snapshots=_snapshots(s.snapshots, ids), pending_logs=_entries(s.pending_logs, ids),
         cursors=renamed_values(s.cursors, ids), buffers=_buffers(s.buffers, ids),
         publishes=_publishes(s.publishes, ids),
-        clients=per_id(s.clients, ids), decided=renamed_keys(s.decided, ids))
+        clients=renamed_keys(s.clients, ids), decided=renamed_keys(s.decided, ids))

@@ -15,7 +15,7 @@ def test_a_committed_transaction_is_reported_failed(variant):
     r = reach(**REPORT, variant=variant)
     assert r.reached and r.length == 7
     assert r.labels == ["new_txn", "end_txn", "tc_end", "tc_crash", "tc_reload", "end_not_found", "end_reply"]
-    assert r.states[-1].clients[0].outcome == "TransactionNotFound"
+    assert r.states[-1].clients[1].outcome == "TransactionNotFound"
 
 
 def test_with_a_message_in_the_transaction():
