@@ -293,18 +293,32 @@ def _module_files(model: str) -> list[tuple[str, Path]]:
     return [(f"{module}.{p.stem}", p) for p in sorted(package.glob("*.py")) if p.name not in SKIP_FILES]
 
 
-def _spends_bounds(node: ast.AST, op: str, params: set[str]) -> bool:
+def _bound_aliases(tree: ast.Module, params: set[str]) -> dict[str, set[str]]:
+    """Per function name, the local names bound to a configured bound (``n = c.topics``)."""
+    out: dict[str, set[str]] = {}
+    for f in ast.walk(tree):
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for n in ast.walk(f):
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                        and isinstance(n.value, ast.Attribute) and n.value.attr in params:
+                    out.setdefault(f.name, set()).add(n.targets[0].id)
+    return out
+
+
+def _spends_bounds(node: ast.AST, op: str, params: set[str], aliases: set[str] = frozenset()) -> bool:
     """Code that bounds the model rather than the protocol: a comparison, condition or guard that
     reads a configured bound or switch (``cfg.crashes``, ``self.config.admin``), or a change to a
-    counter named for a bound (``s.crashes + 1``). Changing it lifts the checker's bounds or turns
-    off what the bound set enables, which no PIP property speaks to."""
+    counter named for a bound (``s.crashes + 1``) or to a bound itself (``n - 1`` for ``n = c.topics``,
+    ``aliases``). Changing it lifts the checker's bounds or turns off what the bound set enables,
+    which no PIP property speaks to."""
     test = node.test if isinstance(node, ast.If) else node
     if isinstance(test, (ast.Compare, ast.BoolOp)) and any(
             (isinstance(n, ast.Name) and n.id == "cfg") or (isinstance(n, ast.Attribute) and n.attr == "config")
             for n in ast.walk(test)):
         return True
     if op == "no-increment":
-        return isinstance(node.left, ast.Attribute) and node.left.attr in params
+        return (isinstance(node.left, ast.Attribute) and node.left.attr in params) or \
+            (isinstance(node.left, ast.Name) and node.left.id in aliases)
     if op == "skip-update":
         return any(kw.arg in params for kw in node.keywords)
     return False
@@ -318,8 +332,10 @@ def all_mutants(model: str) -> list[Mutant]:
         path = path.resolve()
         rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
         seen: dict[tuple, int] = {}
-        for i, p in enumerate(_points(ast.parse(path.read_text(), rel))):
-            if _spends_bounds(p.node, p.op, params):
+        tree = ast.parse(path.read_text(), rel)
+        aliases = _bound_aliases(tree, params)
+        for i, p in enumerate(_points(tree)):
+            if _spends_bounds(p.node, p.op, params, aliases.get(p.where, set())):
                 continue
             change = (p.where, _text(p.node), _text(p.edit(copy.deepcopy(p.node))))
             seen[change] = seen.get(change, -1) + 1

@@ -69,6 +69,24 @@ def t(m, s):
                                                                              .generators[0])]  # f's filter, not e's
 
 
+
+def test_a_bound_or_a_local_name_for_one_is_not_mutated_and_other_arithmetic_is():
+    import ast
+    code = """
+def init(self):
+    c = self.config
+    n = c.topics
+    return (1,) * (n - 1), (2,) * (c.topics - 1), s.crashes + 1, s.sends + 1
+def other(s, n):
+    return n - 1
+"""
+    tree, params = ast.parse(code), {"topics", "crashes"}
+    aliases = mutation._bound_aliases(tree, params)
+    assert aliases == {"init": {"n"}}
+    kept = [mutation._text(p.node) for p in mutation._points(tree)
+            if not mutation._spends_bounds(p.node, p.op, params, aliases.get(p.where, set()))]
+    assert kept == ["s.sends + 1", "n - 1"]  # the second: other's n is its argument, not a bound
+
 def _decide(args):
     mutant, runs, base, early = args
     return mutation.run_mutant(mutant, runs, base, early=early)
