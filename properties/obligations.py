@@ -32,6 +32,7 @@ class Obligation:
     check: Callable[[], Verdict]
     variants: tuple = ("as-written",)  # the model variants the claim is about
     minutes: bool = False  # takes minutes: the CI test suite leaves it to the nightly run
+    proves: tuple = ()  # the model's properties a proved verdict establishes for any size (unbounded claims only)
 
     def run(self) -> Verdict:
         started = time.perf_counter()

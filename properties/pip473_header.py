@@ -228,11 +228,12 @@ def disagreements(model, pairs, transitions_of=transitions) -> list[str]:
 OBLIGATIONS = [
     Obligation("pip-473", "one-outcome-inductive", "one-outcome (with the CAS's version argument) is inductive, for "
                "any number of txns and end-txn requests", SECTION, lambda: inductive("as-written"),
-               ("as-written",)),
+               ("as-written",), proves=("one-outcome",)),
     Obligation("pip-473", "header-state-machine", "A decided outcome never changes; a final header stays or is "
                "deleted", SECTION, lambda: state_machine("as-written"), ("as-written",)),
     Obligation("pip-473", "one-outcome-inductive", "one-outcome is inductive with the finalize in the CAS", SECTION,
-               lambda: inductive("finalize-in-cas"), with_fix("pip-473", "finalize-in-cas")),
+               lambda: inductive("finalize-in-cas"), with_fix("pip-473", "finalize-in-cas"),
+               proves=("one-outcome",)),
     Obligation("pip-473", "header-state-machine", "A decided outcome never changes; a final header stays or is "
                "deleted", SECTION, lambda: state_machine("mutant:blind-cas"), ("mutant:blind-cas",)),
 ]

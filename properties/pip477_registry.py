@@ -179,9 +179,9 @@ def bounded(single_cas: bool, k: int = 6) -> Verdict:
 
 OBLIGATIONS = [
     Obligation("pip-477", "I12-inductive", "I12 (exactly one ACTIVE cluster) is inductive, for any number of clusters",
-               SECTION, lambda: inductive(False), ("as-written",)),
+               SECTION, lambda: inductive(False), ("as-written",), proves=("I12",)),
     Obligation("pip-477", "I12-bounded", "No run of up to 6 registry steps reaches a state breaking I12",
                SECTION, lambda: bounded(False), ("as-written",)),
     Obligation("pip-477", "I12-inductive", "I12, strengthened, is inductive, for any number of clusters",
-               SECTION, lambda: inductive(True), with_fix("pip-477", "single-cas-status-flip")),
+               SECTION, lambda: inductive(True), with_fix("pip-477", "single-cas-status-flip"), proves=("I12",)),
 ]

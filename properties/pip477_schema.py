@@ -181,9 +181,11 @@ def disagreements(model, pairs, transitions_of=transitions) -> list[str]:
 
 OBLIGATIONS = [
     Obligation("pip-477", "I3-I10-inductive", "I3 and I10 are inductive, for any number of brokers and entries",
-               SECTION, lambda: inductive("as-written"), ("as-written", "all-fixes")),
+               SECTION, lambda: inductive("as-written"), ("as-written", "all-fixes"), proves=("I3", "I10")),
     Obligation("pip-477", "I3-I10-inductive", "I3 and I10 are inductive, for any number of brokers and entries",
-               SECTION, lambda: inductive("mutant:blind-schema-promote"), ("mutant:blind-schema-promote",)),
+               SECTION, lambda: inductive("mutant:blind-schema-promote"), ("mutant:blind-schema-promote",),
+               proves=("I3", "I10")),
     Obligation("pip-477", "I3-I10-inductive", "I3 and I10 are inductive, for any number of brokers and entries",
-               SECTION, lambda: inductive("mutant:promote-resets-hash"), ("mutant:promote-resets-hash",)),
+               SECTION, lambda: inductive("mutant:promote-resets-hash"), ("mutant:promote-resets-hash",),
+               proves=("I3", "I10")),
 ]

@@ -27,6 +27,7 @@ class Cell:
     violations: list = attrs.Factory(list)  # (bounds, length, shape: trace, lasso or never)
     hypothesis: str | None = None  # "holds (N examples)" / "violated"
     incomplete: bool = False
+    proved: str = ""  # the Z3 obligation that proves the property for any size, if one does
 
     def markdown(self) -> str:
         if self.violations:
@@ -40,12 +41,14 @@ class Cell:
             text += " (a bound cut the search)"
         if self.hypothesis:
             text += f"; Hypothesis {self.hypothesis}"
+        if self.proved:
+            text += f"; proved for any size (Z3 `{self.proved}`)"
         return text
 
 
     def compact(self) -> str:
         """For the matrix: ``✅ 56k`` (states explored, ``*`` if a bound cut the search, ``H`` if Hypothesis
-        holds too) or ``❌ bounds·length`` (``↻`` for a lasso) of the shortest counterexample (``∅`` for a
+        holds too, ``∀`` if Z3 proved it for any size) or ``❌ bounds·length`` (``↻`` for a lasso) of the shortest counterexample (``∅`` for a
         ``sometimes`` property no state was an example of)."""
         if self.violations:
             preset, length, shape = min(self.violations, key=lambda v: v[1])
@@ -53,7 +56,7 @@ class Cell:
         text = f"✅ {_count(self.states)}{'*' if self.incomplete else ''}"
         if self.hypothesis:
             text += " ❌H" if self.hypothesis == VIOLATED else " H"
-        return text
+        return text + (" ∀" if self.proved else "")
 
 
 def _count(n: int) -> str:
@@ -85,6 +88,27 @@ def cells(rows, hypothesis: dict) -> dict:
             if (n, var) == (name, variant) and (n, pid) not in sometimes:
                 c.hypothesis = VIOLATED if pid in failed else f"holds ({examples} examples)"
     return out
+
+
+def proved_for_any_size(table: dict, proofs: dict) -> list[str]:
+    """Marks each (model, variant, property) cell an unbounded Z3 obligation proved (``proofs``: model ->
+    [(Obligation, Verdict)]); returns the cells where the explorer found a violation the proof rules out
+    (the encoding and the model disagree: an internal error, never a verdict)."""
+    disagree = []
+    for name, pairs in proofs.items():
+        for o, v in pairs:
+            if v.status != "proved":
+                continue
+            for variant in o.variants:
+                for pid in o.proves:
+                    c = table.get((name, variant, pid))
+                    if c is None:
+                        continue
+                    if c.violations:
+                        disagree.append(f"{name} {variant} {pid}: Z3 `{o.name}` proves it for any size, the "
+                                        f"explorer violates it at `{c.violations[0][0]}`")
+                    c.proved = c.proved or o.name
+    return disagree
 
 
 # -- expectations --------------------------------------------------------------
@@ -286,9 +310,9 @@ def proofs_section(proofs: list) -> list[str]:
     lines = ["<details><summary>Z3 obligations (<code>pulsar-verify prove</code>): "
              f"{sum(v.status == 'proved' for _, v in proofs)} proved, "
              f"{sum(v.status == 'violated' for _, v in proofs)} violated</summary>", "",
-             "| obligation | variants | verdict | seconds |", "|---|---|---|---:|"]
-    lines += [f"| `{o.name}` | {', '.join(f'`{x}`' for x in o.variants)} | {v.status} | {v.seconds:.2f} |"
-              for o, v in proofs]
+             "| obligation | variants | verdict | for any size | seconds |", "|---|---|---|---|---:|"]
+    lines += [f"| `{o.name}` | {', '.join(f'`{x}`' for x in o.variants)} | {v.status} | "
+              f"{', '.join(f'`{p}`' for p in o.proves) or '—'} | {v.seconds:.2f} |" for o, v in proofs]
     lines += [""] + [f"- `{o.name}`: {o.statement}" +
                      (f" Counterexample: {v.detail}" if v.status != "proved" and v.detail else "") for o, v in proofs]
     return lines + ["", "</details>", ""]
@@ -369,7 +393,8 @@ def model_page(cls: type[Model], table: dict, rows, plots: list[str], proofs: li
         lines += ["", "Each fix: " + "; ".join(f"`{v.name}`, {v.description}" for v in fixes[1:]) + ".", ""]
     lines += ["## Properties by variant", "",
               f"Verdicts at the in-process bound sets `{'`, `'.join(cls.in_process_presets())}`: ✅ holds, with the "
-              "states explored (`*`: a bound cut the search; `H`: Hypothesis holds too); ❌ bound set·length of the "
+              "states explored (`*`: a bound cut the search; `H`: Hypothesis holds too), exhaustive at these bounds only "
+              "unless `∀`: a Z3 obligation proves it for any size too; ❌ bound set·length of the "
               "shortest counterexample (`↻`: a lasso).", ""]
     props = cls.checked_properties()
     for k in range(0, len(fixes), MATRIX_COLUMNS):

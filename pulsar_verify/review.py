@@ -314,6 +314,9 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
         for i in selected:  # in the registry's order, whatever order they ended in
             proofs.setdefault(every[i].model, []).append((every[i], verdicts[i]))
         table = report.cells(rows, hypothesis)
+        for line in report.proved_for_any_size(table, proofs):
+            errors.append(line)
+            tracebacks.append(f"== {line}")
         got = report.verdicts(table)
         mismatches = None if update else report.compare(expected, got)
         for cls in classes:

@@ -61,6 +61,8 @@ def test_review_gates_on_expectations(tmp_path):
     assert "```mermaid" in page and "pulsar-verify replay findings/pip-373/" in page
     assert (out / "pip-373-levels.png").stat().st_size > 0 and (out / "pip-373-coverage.png").exists()
     assert "Every verdict is the one" in (out / "index.md").read_text()
+    never_skips = next(line for line in page.splitlines() if line.startswith("| `txn-topic-never-skips` |"))
+    assert never_skips.split(" | ")[-1].endswith("∀ |")  # all-fixes, the last column: proved for any log
 
     recorded["pip-373"]["as-written"]["read-committed"] = "holds"  # as if the finding had been fixed upstream
     expectations.write_text(json.dumps(recorded))
@@ -104,3 +106,24 @@ def test_a_spark_run_that_disagrees_with_the_in_process_run_is_an_internal_error
     assert _disagreements({key: local, ("spark", *key): same}) == [
         f"engines disagree on toy-lock as-written default: in-process {_said(local)}, Spark {_said(same)}"]
     assert _disagreements({key: "a model error", ("spark", *key): same}) == []  # reported as such already
+
+
+def test_a_proof_for_any_size_marks_its_cells_and_one_the_explorer_contradicts_is_an_error():
+    """A cell says whether its verdict is exhaustive at the bounds only or also proved for any size; a
+    proof for a variant the explorer finds violated is a disagreement between Z3 and the model."""
+    from pulsar_verify.properties.obligations import PROVED, VIOLATED, Obligation, Verdict
+    from pulsar_verify.report import Cell, proved_for_any_size
+
+    claim = Obligation("pip-373", "never-skips-inductive", "", "", lambda: None, ("all-fixes", "as-written"),
+                       proves=("txn-topic-never-skips",))
+    key = ("pip-373", "", "txn-topic-never-skips")
+    table = {(key[0], "all-fixes", key[2]): Cell(bounds=7, states=900),
+             (key[0], "as-written", key[2]): Cell(bounds=7, states=900, violations=[("default", 6, "trace")])}
+    assert proved_for_any_size(table, {"pip-373": [(claim, Verdict(VIOLATED))]}) == []
+    assert not table[key[0], "all-fixes", key[2]].proved and "∀" not in table[key[0], "all-fixes", key[2]].compact()
+    assert proved_for_any_size(table, {"pip-373": [(claim, Verdict(PROVED))]}) == [
+        "pip-373 as-written txn-topic-never-skips: Z3 `never-skips-inductive` proves it for any size, the explorer "
+        "violates it at `default`"]
+    fixed = table[key[0], "all-fixes", key[2]]
+    assert fixed.compact() == "✅ 900 ∀"
+    assert fixed.markdown().endswith("proved for any size (Z3 `never-skips-inductive`)")
