@@ -6,6 +6,7 @@ import json
 import re
 from functools import lru_cache
 
+import pytest
 import z3
 from hypothesis import given, settings, strategies as st
 
@@ -15,6 +16,7 @@ from pulsar_verify.properties import layout as zl, pip373_flag as zf, pip373_ste
 from pulsar_verify.properties import pip468_layout_steps as z468l, pip468_sessions as zss
 from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
+from pulsar_verify.properties import pip477_reserved as zrk
 from pulsar_verify.properties import v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, same
 from pulsar_verify import registry as models
@@ -85,6 +87,8 @@ def test_obligation_verdicts():
         ("pip-477", "I3-I10-inductive", ("as-written", "all-fixes")): PROVED,
         ("pip-477", "I3-I10-inductive", ("mutant:blind-schema-promote",)): VIOLATED,
         ("pip-477", "I3-I10-inductive", ("mutant:promote-resets-hash",)): VIOLATED,
+        ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
+        ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
         ("pip-477", "I9", ("as-written",)): PROVED,
         ("pip-477", "I9", ("mutant:promote-clears-cursor-props",)): VIOLATED,
     }
@@ -224,7 +228,7 @@ def test_round_robin_formula_agrees_with_assignment_py(n, steps, consumers):
 
 @lru_cache(maxsize=None)
 def explored(name: str, variant: str, preset: str, limit: int = 4000):
-    """The model and up to ``limit`` of its reachable states (by fingerprint: a fixed sample)."""
+    """The model and up to ``limit`` of its reachable states (by fingerprint: a fixed sample; None: all)."""
     model = models.build(name, variant, preset=preset)
     _, ex = explore(model)
     return model, [ex.path_to(fp)[0][-1] for fp in sorted(ex.parents)[:limit]]
@@ -324,6 +328,31 @@ def test_cursor_formula_agrees_with_the_pip477_model():
             return z3.And(zc.handle(c, d, target, variant), d.version == c.version)
         assert zc.disagreements(model, pairs, drifted) or not any(t.cursor != s.cursor for s, _, t in pairs)
     assert checked
+
+
+RESERVED_CASES = [(v, "cursor") for v in ("as-written", "mutant:coordinator-promotes-cursor", "mutant:stamp-after-create",
+                                         "mutant:promote-clears-cursor-props")] + [("reserved-keys-rejected", "sub-property")]
+
+
+@pytest.mark.parametrize("case", RESERVED_CASES + ([("as-written", "sub-property"), ("all-fixes", "sub-property")]
+                                                  if NIGHTLY else []), ids="/".join)
+def test_reserved_key_formulas_agree_with_the_pip477_model_on_every_reachable_state(case):
+    model, states = explored("pip-477", *case, limit=None)
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s)]
+    assert any(a.name in zrk.WRITES for _, a, _ in pairs)
+    assert zrk.disagreements(model, pairs) == []
+
+
+def test_the_reserved_key_proof_fails_as_written_on_a_users_write_and_a_drifted_encoding_is_caught():
+    verdict = run_all()["pip-477", "I16-inductive", ("as-written",)]
+    assert verdict.status == VIOLATED and "--set_sub_property-->" in verdict.detail and '"user"' in verdict.detail
+    model, states = explored("pip-477", "reserved-keys-rejected", "sub-property")
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s)
+             if a.name == "set_sub_property" and a.param("key") == zrk.ATTR_KEY][:20]
+
+    def drifted(v, w, variant, fixes, key, written):  # the fix's refusal forgotten
+        return zrk.steps(v, w, variant, frozenset(), key, written)
+    assert pairs and zrk.disagreements(model, pairs) == [] and zrk.disagreements(model, pairs, drifted)
 
 
 def test_a_drifted_registry_encoding_is_caught():
