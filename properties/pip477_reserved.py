@@ -9,9 +9,9 @@ properties are each a formula: a user's subscription-property write (refused for
 the fix), the cursor rollover's stamp, the owner's PROMOTE/ROLLBACK handler, the coordinator's own CAS
 (``mutant:coordinator-promotes-cursor``) and the topic load (the owner reads the znode); every other
 step keeps both. The claim, every reserved key holds "", "old" or "new" in both (core writes only
-cluster names there), is inductive with the fix; as written, its counterexample to induction is the
-user's write of the attribution key (the finding ``subscription-property-overrides-attribution``, one
-step).
+cluster names there), is inductive with the fix; as written, its counterexample to induction is a
+user's write of a reserved key (of the attribution key in the finding
+``subscription-property-overrides-attribution``, one step).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pulsar_verify.models.pip477.state import ATTR_KEY, NEW
 from .obligations import Obligation, Verdict, agreement, all_of, inductive as induction, with_fix
 from .pip477_cursor import ATTR, Key, P_ABSENT, P_NEW, P_OLD, value
 
-SECTION = "PIP-477 I16; Reserved Property Key: 'keys under _pulsar. are reserved for Pulsar core'"
+SECTION = "PIP-477 I16; Reserved Property Key: 'All keys under this prefix are reserved for Pulsar core/internal use'"
 RESERVED = z3.Function("reserved", Key, z3.BoolSort())
 USER_VALUE = z3.StringVal("user")
 FIXED = with_fix("pip-477", "reserved-keys-rejected")
