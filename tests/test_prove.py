@@ -12,11 +12,12 @@ from hypothesis import given, settings, strategies as st
 
 from pulsar_verify.models.pip468.assignment import round_robin
 from pulsar_verify.models.pip468.layout import LayoutError, SegmentLayout
+from pulsar_verify.models.pip477.state import NEW, OLD
 from pulsar_verify.properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, registry
 from pulsar_verify.properties import pip468_layout_steps as z468l, pip468_sessions as zss
 from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
-from pulsar_verify.properties import pip477_reserved as zrk
+from pulsar_verify.properties import pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, same
 from pulsar_verify import registry as models
@@ -87,6 +88,9 @@ def test_obligation_verdicts():
         ("pip-477", "I3-I10-inductive", ("as-written", "all-fixes")): PROVED,
         ("pip-477", "I3-I10-inductive", ("mutant:blind-schema-promote",)): VIOLATED,
         ("pip-477", "I3-I10-inductive", ("mutant:promote-resets-hash",)): VIOLATED,
+        ("pip-477", "I11-inductive", ("as-written",)): VIOLATED,
+        ("pip-477", "I11-inductive", ("fence-old-idgen", "all-fixes")): PROVED,
+        ("pip-477", "I11-inductive", ("mutant:no-precheck",)): VIOLATED,
         ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
         ("pip-477", "I9", ("as-written",)): PROVED,
@@ -330,8 +334,9 @@ def test_cursor_formula_agrees_with_the_pip477_model():
     assert checked
 
 
-RESERVED_CASES = [(v, "cursor") for v in ("as-written", "mutant:coordinator-promotes-cursor", "mutant:stamp-after-create",
-                                         "mutant:promote-clears-cursor-props")] + [("reserved-keys-rejected", "sub-property")]
+RESERVED_CASES = [(v, "cursor") for v in ("as-written", "mutant:coordinator-promotes-cursor",
+                                         "mutant:stamp-after-create", "mutant:promote-clears-cursor-props")]
+RESERVED_CASES.append(("reserved-keys-rejected", "sub-property"))
 
 
 @pytest.mark.parametrize("case", RESERVED_CASES + ([("as-written", "sub-property"), ("all-fixes", "sub-property")]
@@ -353,6 +358,28 @@ def test_the_reserved_key_proof_fails_as_written_on_a_users_write_and_a_drifted_
     def drifted(v, w, variant, fixes, key, written):  # the fix's refusal forgotten
         return zrk.steps(v, w, variant, frozenset(), key, written)
     assert pairs and zrk.disagreements(model, pairs) == [] and zrk.disagreements(model, pairs, drifted)
+
+
+@pytest.mark.parametrize("variant", ["as-written", "fence-old-idgen", "mutant:no-precheck", "mutant:copy-new-id"])
+def test_every_idgen_step_of_the_pip477_model_is_a_step_of_the_i11_encoding(variant):
+    model, states = explored("pip-477", variant, "cursor", limit=None)
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s)]
+    assert any(t.allocated != s.allocated for s, _, t in pairs) and zid.simulation(model, pairs) == []
+
+
+def test_the_i11_proof_fails_on_a_collision_as_written_and_a_drifted_encoding_is_caught():
+    verdict = run_all()["pip-477", "I11-inductive", ("as-written",)]
+    assert verdict.status == VIOLATED and "by old: True, by new: True" in verdict.detail.split("-->")[-1]
+    model, states = explored("pip-477", "fence-old-idgen", "cursor")
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s) if t.allocated[OLD] != s.allocated[OLD]
+             or t.allocated[NEW] != s.allocated[NEW]][:30]
+
+    def drifted(v, w, fixes, variant, lid):  # a ledger created on the old cluster after the fence: its own id
+        out = zid.steps(v, w, fixes, variant, lid)
+        out["create_on_old"] = z3.And(lid >= v.idgen_old, w.old == z3.Store(v.old, lid, True),
+                                      w.idgen_old == lid + 1, v.keep(w, w.old, w.idgen_old))
+        return out
+    assert pairs and zid.simulation(model, pairs) == [] and zid.simulation(model, pairs, drifted)
 
 
 def test_a_drifted_registry_encoding_is_caught():
