@@ -11,7 +11,8 @@ As written, the claim is not inductive: the counterexample to induction is a cra
 the first transactional append and the property write (the explorer's finding
 ``crash-before-flag-skips-rebuild``), and a bounded search reaches a skip over a transactional
 entry. With ``persist-before-append`` alone, an initial state breaks it (a user's ``false``
-before the upgrade); with both fixes the strengthened claim is inductive.
+before the upgrade); with ``confirm-unmarked`` alone, the crash of the design as written; with both
+fixes the strengthened claim is inductive.
 """
 from __future__ import annotations
 
@@ -158,6 +159,9 @@ OBLIGATIONS = [
     Obligation("pip-373", "never-skips-inductive", "txn-topic-never-skips is inductive over every upgrade case",
                SECTION, lambda: inductive(("persist-before-append",)), ("persist-before-append",),
                proves=NEVER_SKIPS),
+    Obligation("pip-373", "never-skips-inductive", "txn-topic-never-skips is inductive over every upgrade case "
+               "with an unmarked topic confirmed (and the property still written after the append)", SECTION,
+               lambda: inductive(("confirm-unmarked",)), ("confirm-unmarked",), proves=NEVER_SKIPS),
     Obligation("pip-373", "never-skips-inductive", "txn-topic-never-skips, strengthened, is inductive over every "
                "upgrade case", SECTION, lambda: inductive(FIXES), ("all-fixes",), proves=NEVER_SKIPS),
 ]

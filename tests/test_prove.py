@@ -63,6 +63,7 @@ def test_obligation_verdicts():
         ("pip-373", "never-skips-inductive", ("as-written",)): VIOLATED,
         ("pip-373", "never-skips-inductive-new-topic", ("persist-before-append",)): PROVED,
         ("pip-373", "never-skips-inductive", ("persist-before-append",)): VIOLATED,
+        ("pip-373", "never-skips-inductive", ("confirm-unmarked",)): VIOLATED,
         ("pip-373", "never-skips-inductive", ("all-fixes",)): PROVED,
         ("pip-373", "steps-bounded-default", ("as-written",)): VIOLATED,
         ("pip-373", "steps-bounded-upgrade-user-false", ("as-written",)): VIOLATED,
