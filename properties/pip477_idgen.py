@@ -135,11 +135,14 @@ def _concrete(v: Ids, s) -> z3.BoolRef:
 
 
 def simulation(model, pairs, steps_of=steps) -> list[str]:
-    """Each transition of the Python model that changes the encoding's variables is one of its steps."""
-    out = []
+    """Each transition of the Python model that changes the encoding's variables is one of its steps
+    (decided once per distinct change: the variables' values before and after)."""
+    out, seen = [], set()
     for s, a, t in pairs:
-        if _projection(s) == _projection(t):
-            continue  # a stutter of the encoding
+        change = (_projection(s), _projection(t))
+        if change[0] == change[1] or change in seen:
+            continue  # a stutter of the encoding, or a change already decided
+        seen.add(change)
         v, w, lid = Ids(""), Ids("'"), z3.Int("lid")
         pre, post = _concrete(v, s), _concrete(w, t)
         solver = z3.Solver()

@@ -92,32 +92,44 @@ def _show(m: z3.ModelRef, p: Props, key) -> str:
 
 def disagreements(model, pairs, steps_of=steps) -> list[str]:
     """For each transition of the Python model: a writing step's formula admits its successor's
-    properties and no other; any other step keeps them (the owner's copy may only be dropped)."""
+    properties and no other; any other step keeps them (the owner's copy may only be dropped). Decided
+    once per distinct step: its name, key and stamp, and the properties before and after."""
     from pulsar_verify.models.pip477.state import USER_KEY
     keys = {ATTR_KEY: ATTR, USER_KEY: z3.Const("key_user", Key)}
-    out = []
+    out, seen = [], set()
     for s, a, t in pairs:
         if a.name not in WRITES:
             if t.cursor.props != s.cursor.props or (t.own and s.own and t.own.info.props != s.own.info.props):
                 out.append(f"{a}: changes the cursor's properties, which no formula allows")
             continue
+        stamp = a.param("target") if a.name == "promote_cursor_handle" else (
+            t.own.cursor[1] if a.name == "cursor_rollover" else NEW)
+        name = dict(a.params).get("key", USER_KEY)
+        step_seen = (a.name, name, stamp, _props(s), _props(t))
+        if step_seen in seen:
+            continue
+        seen.add(step_seen)
         v, w = Props(""), Props("'")
         pre = z3.And(RESERVED(ATTR), z3.Not(RESERVED(keys[USER_KEY])), ATTR != keys[USER_KEY],
                      _concrete(v, s, keys))
-        stamp = a.param("target") if a.name == "promote_cursor_handle" else (
-            t.own.cursor[1] if a.name == "cursor_rollover" else NEW)
-        key = keys[dict(a.params).get("key", USER_KEY)]
+        key = keys[name]
         step = steps_of(v, w, model.config.variant, model.fixes, key, value(stamp))[a.name]
         allowed = step if a.name in GUARDED else None
         out += [f"{a}: {problem}" for problem in agreement(pre, step, _concrete(w, t, keys), allowed=allowed)]
     return out
 
 
+def _props(s) -> tuple:
+    """The znode's properties and the owner's (None while no broker owns the topic)."""
+    return s.cursor.props, s.own.info.props if s.own is not None else None
+
+
 def _concrete(p: Props, s, keys: dict) -> z3.BoolRef:
     """``p`` fixed to state ``s``'s properties on ``keys`` (the owner's only while a broker owns the topic)."""
-    out = [p.z[k] == value(s.cursor.props.get(name)) for name, k in keys.items()]
-    if s.own is not None:
-        out += [p.o[k] == value(s.own.info.props.get(name)) for name, k in keys.items()]
+    znode, owner = _props(s)
+    out = [p.z[k] == value(znode.get(name)) for name, k in keys.items()]
+    if owner is not None:
+        out += [p.o[k] == value(owner.get(name)) for name, k in keys.items()]
     return z3.And(*out)
 
 
