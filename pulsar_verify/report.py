@@ -48,8 +48,8 @@ class Cell:
 
     def compact(self) -> str:
         """For the matrix: ``✅ 56k`` (states explored, ``*`` if a bound cut the search, ``H`` if Hypothesis
-        holds too, ``∀`` if Z3 proved it for any size) or ``❌ bounds·length`` (``↻`` for a lasso) of the shortest counterexample (``∅`` for a
-        ``sometimes`` property no state was an example of)."""
+        holds too, ``∀`` if Z3 proved it for any size) or ``❌ bounds·length`` (``↻`` for a lasso) of the
+        shortest counterexample (``∅`` for a ``sometimes`` property no state was an example of)."""
         if self.violations:
             preset, length, shape = min(self.violations, key=lambda v: v[1])
             return f"❌ {preset}·{'∅' if shape == 'never' else length}{'↻' if shape == 'lasso' else ''}"
@@ -107,7 +107,8 @@ def proved_for_any_size(table: dict, proofs: dict) -> list[str]:
                     if c.violations:
                         disagree.append(f"{name} {variant} {pid}: Z3 `{o.name}` proves it for any size, the "
                                         f"explorer violates it at `{c.violations[0][0]}`")
-                    c.proved = c.proved or o.name
+                    else:
+                        c.proved = c.proved or o.name
     return disagree
 
 
@@ -393,8 +394,8 @@ def model_page(cls: type[Model], table: dict, rows, plots: list[str], proofs: li
         lines += ["", "Each fix: " + "; ".join(f"`{v.name}`, {v.description}" for v in fixes[1:]) + ".", ""]
     lines += ["## Properties by variant", "",
               f"Verdicts at the in-process bound sets `{'`, `'.join(cls.in_process_presets())}`: ✅ holds, with the "
-              "states explored (`*`: a bound cut the search; `H`: Hypothesis holds too), exhaustive at these bounds only "
-              "unless `∀`: a Z3 obligation proves it for any size too; ❌ bound set·length of the "
+              "states explored (`*`: a bound cut the search; `H`: Hypothesis holds too), exhaustive at these "
+              "bounds only unless `∀`: a Z3 obligation proves it for any size too; ❌ bound set·length of the "
               "shortest counterexample (`↻`: a lasso).", ""]
     props = cls.checked_properties()
     for k in range(0, len(fixes), MATRIX_COLUMNS):
