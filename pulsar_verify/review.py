@@ -329,8 +329,8 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
             write_text(staging / "errors.log", "\n".join(tracebacks))
     print(f"report: {out / 'index.md'}")
     if errors:
-        print(f"pulsar-verify: internal error: {len(errors)} runs failed with a model error or disagree "
-              f"between engines (details in {out / 'errors.log'})", file=sys.stderr)
+        print(f"pulsar-verify: internal error: {len(errors)} runs failed with a model error, disagree between "
+              f"engines or contradict a Z3 proof (details in {out / 'errors.log'})", file=sys.stderr)
         return 3
     if update:
         write_text(expectations, json.dumps({**expected, **got}, indent=1, sort_keys=True) + "\n")
