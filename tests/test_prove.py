@@ -110,7 +110,7 @@ def test_every_property_proved_for_any_size_holds_at_every_bound_set_the_explore
             proved += 1
             for variant in o.variants:
                 assert {expected[o.model][variant][p] for p in o.proves} == {"holds"}, (o.name, variant)
-    assert proved >= 6
+    assert proved >= 9
 
 def test_the_i12_counterexample_is_the_explorers_finding():
     cti = zr.inductive(False)
