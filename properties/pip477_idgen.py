@@ -23,7 +23,7 @@ import z3
 
 from pulsar_verify.models.pip477.state import NEW, OLD
 
-from .obligations import Obligation, Verdict, all_of, inductive as induction, with_fix
+from .obligations import Obligation, Verdict, all_of, inductive as induction, sat, with_fix
 
 SECTION = ("PIP-477 I11; Phase 2: 'verifies the new cluster's /ledgers/idgen-long is advanced beyond "
            "max(ledgerId) of the source cluster'")
@@ -144,10 +144,8 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
             continue  # a stutter of the encoding, or a change already decided
         seen.add(change)
         v, w, lid = Ids(""), Ids("'"), z3.Int("lid")
-        pre, post = _concrete(v, s), _concrete(w, t)
-        solver = z3.Solver()
-        solver.add(pre, post, z3.Or(v.keep(w), *steps_of(v, w, model.fixes, model.config.variant, lid).values()))
-        if solver.check() != z3.sat:
+        if not sat(_concrete(v, s), _concrete(w, t),
+                   z3.Or(v.keep(w), *steps_of(v, w, model.fixes, model.config.variant, lid).values())):
             out.append(f"{a}: no step of the encoding takes {_show_concrete(s)} to {_show_concrete(t)}")
     return out
 

@@ -3,7 +3,6 @@
 written and with every fix; in the nightly at every in-process bound set it covers, for every variant."""
 from __future__ import annotations
 
-
 import pytest
 import z3
 from hypothesis import given, settings, strategies as st

@@ -69,7 +69,6 @@ def t(m, s):
                                                                              .generators[0])]  # f's filter, not e's
 
 
-
 def test_a_bound_or_a_local_name_for_one_is_not_mutated_and_other_arithmetic_is():
     import ast
     code = """
@@ -86,6 +85,7 @@ def other(s, n):
     kept = [mutation._text(p.node) for p in mutation._points(tree)
             if not mutation._spends_bounds(p.node, p.op, params, aliases.get(p.where, set()))]
     assert kept == ["s.sends + 1", "n - 1"]  # the second: other's n is its argument, not a bound
+
 
 def _decide(args):
     mutant, runs, base, early = args
