@@ -3,6 +3,8 @@ comes from. ``read_committed`` and ``committed_never_filtered`` are shared with 
 which runs on the same transaction buffer."""
 from __future__ import annotations
 
+import functools
+
 from pulsar_verify.model import PropertySet
 from pulsar_verify.models.v4txn import V4Txn
 from pulsar_verify.models.v4txn.state import ABORTED, COMMIT_MARKER, COMMITTED, DATA, ENDING, OPEN
@@ -33,6 +35,17 @@ def acks_only_from_committed(m, s):
     committed = {(topic, pos) for topic, log in enumerate(s.pending_logs)
                  for kind, txn, pos in log if kind == "ack" and s.decided.get(txn) == COMMITTED}
     return all(key in committed and s.decided.get(txn) == COMMITTED for key, txn in s.cursors)
+
+
+def acked_once(m, s):
+    """No position is acked by two txns that both commit (read from the pending-ack topics, so a
+    commit that overwrites the cursor's owner is caught too)."""
+    for log in s.pending_logs:
+        owner = {}
+        for kind, txn, pos in log:
+            if kind == "ack" and s.decided.get(txn) == COMMITTED and owner.setdefault(pos, txn) != txn:
+                return False
+    return True
 
 
 def committed_acks_applied(m, s):
@@ -87,6 +100,25 @@ def ending(m, s):
     return any(c.phase == "ending" for c in s.clients.values())
 
 
+def unsealed_ending(m, s):
+    """A client waits for the end of a txn that wrote to no sealed topic."""
+    return any(c.phase == "ending" and not any(s.sealed[topic] for topic in s.parts.get(t, ()))
+               for t, c in s.clients.items())
+
+
+@functools.cache
+def _served(cls, loads: tuple) -> frozenset:
+    """The steps a topic's broker serves or takes: a request to the topic, its own work, its dispatcher.
+    Not the TC re-sending an RPC (the broker serves it once it is up), not a load (the way back up), not a
+    crash, not a seal (the operator's split or merge terminates the managed ledger)."""
+    return frozenset(n for n, arrows in cls.sequence.items() if "Topic{topic}" in arrows
+                     and n in cls.action_labels) - {"tc_retry", "crash", "seal", *loads}
+
+
+def crashed_broker_serves_nothing(m, s, a, t):
+    return a.name not in _served(type(m), tuple(m.load_labels())) or m.serving(s, a.param("topic"))
+
+
 # Weak fairness: every step of the TC, the brokers and the dispatcher; not what clients, operators
 # (seals) or failures (crashes) do.
 ENVIRONMENT = {"new_txn", "add_partition", "end_txn", "txn_ack", "send_nontxn", "seal", "crash", "take_snapshot"}
@@ -110,15 +142,32 @@ PROPERTIES.action_property("tc-state-machine",
 PROPERTIES.leads_to("end-txn-completes",
                     "Every end-txn the client asks for is answered, with topics sealed mid-transaction",
                     SEC_END, trigger=ending, goal=lambda m, s: not ending(m, s), fair=SYSTEM)
+PROPERTIES.leads_to("unsealed-txns-complete",
+                    "A txn that wrote to no sealed topic is answered, even while another txn stalls on one: the "
+                    "stall stays with the txns that touched the sealed segment",
+                    SEC_END + "; Background: the TC 'orchestrates two-phase commit across the topics that "
+                    "participate'", trigger=unsealed_ending, goal=lambda m, s: not unsealed_ending(m, s), fair=SYSTEM)
 PROPERTIES.invariant("committed-acks-applied",
                      "A committed txn's acks are never lost: once its subscription has processed the commit, or the "
                      "TC has logged it committed, each of them is in the cursor",
                      "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'")(
          committed_acks_applied)
+PROPERTIES.invariant("acked-once",
+                     "No message is acknowledged by two transactions that both commit: a consume-transform-produce "
+                     "pipeline processes each message once",
+                     "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'; "
+                     "Notification mechanism: on abort it 'drops the buffered acks', which frees the message for "
+                     "another txn")(acked_once)
 PROPERTIES.action_property("sealed-accepts-no-write",
                            "A sealed topic accepts no write: no producer is acknowledged for an entry appended to it",
                            "How the two interact: sealed segments reject appends (TopicTerminated)")(
          sealed_accepts_no_write)
+PROPERTIES.action_property("crashed-broker-serves-nothing",
+                           "While a topic's broker is down (crashed, its buffer not yet rebuilt), the topic accepts "
+                           "no send or ack, answers no RPC and delivers nothing: a reply it had not sent is lost "
+                           "with it, and the TC's retry is served once the topic is loaded again",
+                           "Background: the TB 'rebuilds it on topic load by reading the log'; primer: on a load "
+                           "'in-memory state ... is rebuilt from storage'")(crashed_broker_serves_nothing)
 PROPERTIES.leads_to("committed-entries-delivered",
                     "Once a txn commits, its subscription eventually receives all its entries, across crashes, "
                     "reloads and seals",
@@ -136,3 +185,14 @@ PROPERTIES.leads_to("sends-complete",
                       "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'")
 def txn_ack_applied(m, s):
     return m.config.acks == 0 or len(s.cursors) > 0
+
+
+@PROPERTIES.sometimes("aborted-ack-freed",
+                      "Where the bounds allow two txns with acks: a message acked in a txn that aborts is acked again "
+                      "in a txn that commits, and that ack reaches the cursor",
+                      "Notification mechanism: on abort the PendingAckStore 'drops the buffered acks'")
+def aborted_ack_freed(m, s):
+    if m.config.acks == 0 or m.config.txns < 2:
+        return True
+    return any(s.decided.get(txn) == ABORTED and s.decided.get(s.cursors.get((topic, pos))) == COMMITTED
+               for topic, log in enumerate(s.pending_logs) for kind, txn, pos in log if kind == "ack")

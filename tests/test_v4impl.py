@@ -27,6 +27,9 @@ BROKEN = {
     "first-ack-never-conflicts": ("as-implemented", "ack-timeout"),
     "client-told-the-outcome": ("pr-19201", "tc-restart"),
     "txn-ack-applied": ("mutant:commit-skips-cursor", "acks"),
+    "acked-once": ("mutant:ack-acked-position", "ack-timeout"),
+    "crashed-broker-serves-nothing": ("mutant:reply-survives-crash", "recovery"),
+    "aborted-ack-freed": ("mutant:commit-skips-cursor", "ack-timeout"),
 }
 
 

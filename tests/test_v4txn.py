@@ -26,6 +26,10 @@ BROKEN = {
     "committed-entries-delivered": ("as-written", "sealed"),
     "sends-complete": ("mutant:no-recover-after-crash", "faults"),
     "txn-ack-applied": ("mutant:commit-skips-cursor", "acks"),
+    "acked-once": ("mutant:ack-acked-position", "two-txns-acks"),
+    "crashed-broker-serves-nothing": ("mutant:reply-survives-crash", "faults"),
+    "unsealed-txns-complete": ("mutant:tc-ends-one-at-a-time", "two-txns-sealed"),
+    "aborted-ack-freed": ("mutant:apply-aborted-acks", "two-txns-acks"),
 }
 
 

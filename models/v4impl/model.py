@@ -55,7 +55,8 @@ FIXES = {
 MUTANTS = {
     **{k: V4_MUTANTS[k] for k in ("mutant:deliver-aborted", "mutant:commit-marks-aborted",
                                   "mutant:apply-aborted-acks", "mutant:end-any-state", "mutant:commit-skips-cursor",
-                                  "mutant:no-recover-after-crash")},
+                                  "mutant:no-recover-after-crash", "mutant:ack-acked-position",
+                                  "mutant:reply-survives-crash")},
     "mutant:no-timeout": "the coordinator never times a transaction out (checks open-txn-ends, "
                          "plain-message-delivered)",
 }
@@ -193,6 +194,10 @@ class V4Impl(V4Txn):
 
     def load_labels(self):
         return ["topic_load", "tb_recover"]
+
+    def serving(self, s, topic) -> bool:
+        """The topic is loaded: its broker serves it while the buffer still recovers."""
+        return s.loaded[topic]
 
     def loads(self, s, topic):
         """v4's load in two steps: the topic is loaded first (``topic_load``), then its buffer recovers."""

@@ -152,9 +152,10 @@ def crash(m, s: State, a):
     """The topic's broker crashes: TB memory and the dispatcher's position are lost, RPCs
     in flight to it fail (a marker written but not yet answered too), sends in flight to it fail."""
     topic = a.param("topic")
+    lost = ("sent",) if m.config.variant == "mutant:reply-survives-crash" else ("sent", "written")
     rpcs = s.rpcs
     for key, status in s.rpcs:
-        if key[2] == topic and status in ("sent", "written"):
+        if key[2] == topic and status in lost:
             rpcs = rpcs.set(key, "failed")
     clients = s.clients
     for t, tp in s.publishes:

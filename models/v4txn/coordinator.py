@@ -41,7 +41,10 @@ def actions(m, s: State):
             yield act("tc_retry", txn=t, kind=kind, topic=topic)
         elif status == "written":
             yield act("partition_reply", txn=t, topic=topic)
+    alone = m.config.variant == "mutant:tc-ends-one-at-a-time"
     for t, state in s.tc:
+        if alone and any(c.phase in ("open", "ending") for x, c in s.clients.items() if x != t):
+            continue
         if state in ENDING.values() and all(st == "done" for (x, _, _), st in s.rpcs if x == t):
             yield act("tc_end", txn=t)
 

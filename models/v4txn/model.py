@@ -25,6 +25,11 @@ MUTANTS = {
                                   "(checks committed-acks-applied)",
     "mutant:no-recover-after-crash": "a topic whose broker crashed is never loaded again (checks sends-complete)",
     "mutant:append-to-sealed": "a sealed topic appends a transactional send (checks sealed-accepts-no-write)",
+    "mutant:ack-acked-position": "a txn may ack a position the cursor already holds (checks acked-once)",
+    "mutant:tc-ends-one-at-a-time": "the TC answers a txn only while no other txn is open or ending "
+                                    "(checks unsealed-txns-complete)",
+    "mutant:reply-survives-crash": "a crash keeps the replies its broker had not sent yet "
+                                   "(checks crashed-broker-serves-nothing)",
 }
 
 
@@ -56,6 +61,8 @@ class V4Txn(ComposedModel):
         "two-txns": {"txns": 2, "crashes": 1, "snapshots": 1},
         "sealed-plain": {"seals": 1, "nontxn": 1},
         "two-txns-acks": {"txns": 2, "acks": 1, "nontxn": 1},
+        "acks-crash": {"acks": 1, "crashes": 1, "nontxn": 1},
+        "two-txns-sealed": {"txns": 2, "seals": 1},
         "two-topics": {"txns": 2, "topics": 2, "seals": 1, "acks": 1, "nontxn": 1, "crashes": 1},
     }
     large_presets = ("two-topics",)
@@ -99,6 +106,10 @@ class V4Txn(ComposedModel):
         if self.config.variant == "mutant:no-recover-after-crash" and s.crashes:
             return
         yield act("tb_recover", topic=topic)
+
+    def serving(self, s, topic) -> bool:
+        """The topic's broker is up and serves it: v4 serves a topic once its buffer is rebuilt."""
+        return s.buffers[topic].ready
 
     def read_limit(self, s, topic) -> int:
         """The dispatcher's horizon: maxReadPosition, derived from the TB's ongoing set."""

@@ -6,6 +6,11 @@ records transactional acknowledgments in a sibling persistent topic
 transaction commits." The sibling topic is a plain persistent topic (the #25631
 workaround), so sealing the segment does not close it. Its in-memory state is
 exactly a replay of that topic, so a crash loses nothing the model needs to show.
+
+A position is open to a txn's ack unless another txn's ack of it is pending (no marker yet) or
+it is already in the cursor. PIP-473 "Notification mechanism", for the store that keeps v4's
+contract: "Abort — ... PendingAckStore drops the buffered acks", so an aborted txn's acks free
+their positions for a later txn; v4 refuses an ack of a position the cursor holds (a conflict).
 """
 from __future__ import annotations
 
@@ -24,9 +29,11 @@ def actions(m, s: State):
         for topic in range(cfg.topics):
             if not s.buffers[topic].ready:
                 continue
-            pending = {pos for kind, _, pos in s.pending_logs[topic] if kind == "ack"}
+            log = s.pending_logs[topic]
+            ended = {x for kind, x, _ in log if kind != "ack"}
+            pending = {pos for kind, x, pos in log if kind == "ack" and x not in ended}
             for pos in sorted(s.subs[topic].received - pending):
-                if (topic, pos) not in s.cursors:
+                if (topic, pos) not in s.cursors or m.config.variant == "mutant:ack-acked-position":
                     yield act("txn_ack", txn=t, topic=topic, pos=pos)
     for (t, kind, topic), status in s.rpcs:
         if status == "sent" and kind == SUBSCRIPTION and s.buffers[topic].ready:
