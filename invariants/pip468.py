@@ -232,19 +232,19 @@ PROPERTIES.invariant("sessions-durable", "A consumer's registration stays persis
                      "and controller leader failovers'")(sessions_durable)
 PROPERTIES.leads_to("writable-coverage", "Every hash again has a writable segment after any split, merge or failover",
                     "Leader Election and Failover; Split Protocol step 3-4",
-                    trigger=stranded, goal=lambda m, s: not stranded(m, s), fair=SYSTEM)
+                    trigger=stranded, fair=SYSTEM)
 PROPERTIES.leads_to("acked-delivered", "Every acknowledged message is eventually delivered to every subscription "
                     "that existed when it was acknowledged", "Split Protocol: 'no messages are lost'",
-                    trigger=lambda m, s: bool(undelivered(s)), goal=lambda m, s: not undelivered(s), fair=SYSTEM)
+                    trigger=lambda m, s: bool(undelivered(s)), fair=SYSTEM)
 PROPERTIES.leads_to("departed-consumers-evicted", "A consumer that leaves and does not come back is evicted: its "
                     "registration is deleted after its grace period (so its segments go to the others), unless it "
                     "reconnects to the leader",
                     "Consumer Session Lifecycle: 'If the grace period expires, the leader deletes the "
                     "ConsumerRegistration from the metadata store and triggers a rebalance'",
-                    trigger=departed, goal=lambda m, s: not departed(m, s),
+                    trigger=departed,
                     fair=tuple(a for a in SYSTEM if a != "connect"))  # a consumer may leave for good
 PROPERTIES.leads_to("assignment-complete", "The persisted assignment converges to the round-robin of the current "
                     "active segments over the registered consumers, and each consumer connected to the "
                     "leader acts on it",
                     "Rebalancing; Layout Change Propagation; Consumer Session Lifecycle (failover)",
-                    trigger=assignment_stale, goal=lambda m, s: not assignment_stale(m, s), fair=SYSTEM)
+                    trigger=assignment_stale, fair=SYSTEM)

@@ -253,5 +253,5 @@ ENVIRONMENT = {"register", "fence_idgen", "precheck", "restart", "old_down", "cl
 P.leads_to("switch-completes", "A switch the operator triggered ends: the orchestrator reaches DONE (with or "
            "without failures), or ROLLED_BACK after the operator's rollback",
            "Switch Phases: 'BUILD_PROMOTE_CLEANUP ... DONE / DONE_WITH_FAILURES'; Phase 7",
-           trigger=switch_unfinished, goal=lambda m, s: not switch_unfinished(m, s),
+           trigger=switch_unfinished,
            fair=tuple(sorted(set(Pip477.action_labels) - ENVIRONMENT)))

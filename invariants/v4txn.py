@@ -141,12 +141,12 @@ PROPERTIES.action_property("tc-state-machine",
                            "ABORTING, ABORTED ...)'")(tc_state_machine)
 PROPERTIES.leads_to("end-txn-completes",
                     "Every end-txn the client asks for is answered, with topics sealed mid-transaction",
-                    SEC_END, trigger=ending, goal=lambda m, s: not ending(m, s), fair=SYSTEM)
+                    SEC_END, trigger=ending, fair=SYSTEM)
 PROPERTIES.leads_to("unsealed-txns-complete",
                     "A txn that wrote to no sealed topic is answered, even while another txn stalls on one: the "
                     "stall stays with the txns that touched the sealed segment",
                     SEC_END + "; Background: the TC 'orchestrates two-phase commit across the topics that "
-                    "participate'", trigger=unsealed_ending, goal=lambda m, s: not unsealed_ending(m, s), fair=SYSTEM)
+                    "participate'", trigger=unsealed_ending, fair=SYSTEM)
 PROPERTIES.invariant("committed-acks-applied",
                      "A committed txn's acks are never lost: once its subscription has processed the commit, or the "
                      "TC has logged it committed, each of them is in the cursor",

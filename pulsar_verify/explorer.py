@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from .fingerprint import decode, encode, fingerprint
 from .liveness import check_liveness, prepare
-from .model import DEADLOCK, Action, Model
+from .model import DEADLOCK, Action, Model, Released
 from .results import Result, Violation
 
 
@@ -78,8 +78,13 @@ def state_key(model: Model) -> Callable[[Any], int]:
 
 
 def goal_flags(model: Model, goals: list, s) -> tuple:
-    """A state's liveness label: (trigger holds, goal holds) per liveness property."""
-    return tuple((trig is None or bool(trig(model, s)), bool(goal(model, s))) for trig, goal in goals)
+    """A state's liveness label: (trigger holds, goal holds) per liveness property; a goal that is the
+    trigger released costs no second evaluation."""
+    flags = []
+    for trig, goal in goals:
+        t = trig is None or bool(trig(model, s))
+        flags.append((t, not t) if type(goal) is Released and goal.trigger is trig else (t, bool(goal(model, s))))
+    return tuple(flags)
 
 
 def examples_of(model: Model, sometimes: list, s) -> tuple:

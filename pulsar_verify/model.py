@@ -83,6 +83,19 @@ def _declared_property(model: str, pid: str) -> "Property":
 DEADLOCK = Property("deadlock", "Every non-terminal state has a successor", "-", "deadlock")
 
 
+class Released:
+    """The goal "the trigger no longer holds". The explorers evaluate the trigger once per state for
+    both (``explorer.goal_flags``); called, it is the negation."""
+
+    __slots__ = ("trigger",)
+
+    def __init__(self, trigger: Callable):
+        self.trigger = trigger
+
+    def __call__(self, model, state) -> bool:
+        return not self.trigger(model, state)
+
+
 class PropertySet:
     """A model's properties in the order they are declared, each with its id, one-line
     statement and the PIP section it comes from. A module declares one, ``PROPERTIES``.
@@ -113,10 +126,14 @@ class PropertySet:
             return fn
         return register
 
-    def leads_to(self, id: str, statement: str, section: str, *, goal: Callable, fair: Iterable[str],
+    def leads_to(self, id: str, statement: str, section: str, *, fair: Iterable[str], goal: Callable | None = None,
                  trigger: Callable | None = None) -> None:
-        """Declare ``trigger ~> goal`` (default trigger: every state), assuming the
-        ``fair`` actions weakly fair."""
+        """Declare ``trigger ~> goal``, assuming the ``fair`` actions weakly fair. Default trigger: every
+        state; default goal: the trigger no longer holds (``Released``: evaluated once with it)."""
+        if goal is None:
+            if trigger is None:
+                raise ModelDefinitionError(f"liveness property {id!r} has neither a trigger nor a goal")
+            goal = Released(trigger)
         self.items.append(Property(id, statement, section, "liveness", trigger=trigger, goal=goal, fair=tuple(fair)))
 
     def target(self, name: str, statement: str, source: str):

@@ -37,7 +37,7 @@ from collections import Counter
 from pathlib import Path
 
 from pulsar_verify import registry
-from pulsar_verify.explorer import new_result, peak_rss_mb, state_key, states_along
+from pulsar_verify.explorer import goal_flags, new_result, peak_rss_mb, state_key, states_along
 from pulsar_verify.fingerprint import decode, encode
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import DEADLOCK, Action, Model, UsageError
@@ -78,8 +78,7 @@ def _labels(model, state, graph: bool = True) -> bytes | None:
     (none when no state graph is kept for it)."""
     if not graph or not model.liveness:
         return None
-    return marshal.dumps(tuple((p.trigger is None or bool(p.trigger(model, state)), bool(p.goal(model, state)))
-                               for p in model.liveness), 2)
+    return marshal.dumps(goal_flags(model, [(p.trigger, p.goal) for p in model.liveness], state), 2)
 
 
 def dump_action(action: Action) -> bytes:

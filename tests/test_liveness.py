@@ -81,3 +81,27 @@ def test_compiled_search_is_the_reference_on_every_model(name):
         keys = list(ex.graph)
         random.Random(7).shuffle(keys)
         assert both({fp: ex.graph[fp] for fp in keys}, ex.labels, fairs) == answers
+
+
+def test_a_released_trigger_is_evaluated_once_per_state_and_agrees_with_its_negation():
+    """``leads_to`` without a goal: the goal is the trigger released, and a state's label calls the
+    trigger once for both."""
+    from pulsar_verify.explorer import goal_flags
+    from pulsar_verify.model import ModelDefinitionError, PropertySet, Released
+
+    calls = []
+
+    def trigger(m, s):
+        calls.append(s)
+        return s % 2 == 0
+
+    props = PropertySet()
+    props.leads_to("p", "-", "-", trigger=trigger, fair=("go",))
+    goal = props.items[0].goal
+    assert type(goal) is Released and [goal(None, s) for s in range(4)] == [False, True, False, True]
+    calls.clear()
+    assert [goal_flags(None, [(trigger, goal)], s) for s in range(4)] == \
+        [((True, False),), ((False, True),), ((True, False),), ((False, True),)]
+    assert calls == [0, 1, 2, 3]
+    with pytest.raises(ModelDefinitionError):
+        props.leads_to("q", "-", "-", fair=("go",))
