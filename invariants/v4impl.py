@@ -22,8 +22,8 @@ SYSTEM = tuple(sorted(set(V4Impl.action_labels) - v4txn.ENVIRONMENT
                      - {"redeliver", "ack_refused", "tc_crash", "end_deferred", "end_timeout",
                         "add_partition_unavailable", "ack_unavailable"}))
 READER = "Pulsar client Reader: 'hasMessageAvailable ... readNext'; apache/pulsar #11877, PR #22610"
-SINCE_V4 = {"sealed-accepts-no-write", "unsealed-txns-complete"}  # about sealed segments, which persistent://
-# topics are not
+# About sealed segments, which persistent:// topics are not:
+SINCE_V4 = {"sealed-accepts-no-write", "unsealed-txns-complete"}
 
 RESTATED = {"end-txn-completes": "Every end-txn the client asks for, or the timeout starts, is answered, across "
                                 "crashes and reloads"}
