@@ -3,8 +3,6 @@ comes from. ``read_committed`` and ``committed_never_filtered`` are shared with 
 which runs on the same transaction buffer."""
 from __future__ import annotations
 
-import functools
-
 from pulsar_verify.model import PropertySet
 from pulsar_verify.models.v4txn import V4Txn
 from pulsar_verify.models.v4txn.state import ABORTED, COMMIT_MARKER, COMMITTED, DATA, ENDING, OPEN
@@ -106,17 +104,22 @@ def unsealed_ending(m, s):
                for t, c in s.clients.items())
 
 
-@functools.cache
-def _served(cls, loads: tuple) -> frozenset:
+_SERVED: dict[type, frozenset] = {}
+
+
+def _served(m) -> frozenset:
     """The steps a topic's broker serves or takes: a request to the topic, its own work, its dispatcher.
     Not the TC re-sending an RPC (the broker serves it once it is up), not a load (the way back up), not a
-    crash, not a seal (the operator's split or merge terminates the managed ledger)."""
-    return frozenset(n for n, arrows in cls.sequence.items() if "Topic{topic}" in arrows
-                     and n in cls.action_labels) - {"tc_retry", "crash", "seal", *loads}
+    crash, not a seal (the operator's split or merge terminates the managed ledger). Once per model class."""
+    cls = type(m)
+    if cls not in _SERVED:
+        _SERVED[cls] = frozenset(n for n, arrows in cls.sequence.items() if "Topic{topic}" in arrows
+                                 and n in cls.action_labels) - {"tc_retry", "crash", "seal", *m.load_labels()}
+    return _SERVED[cls]
 
 
 def crashed_broker_serves_nothing(m, s, a, t):
-    return a.name not in _served(type(m), tuple(m.load_labels())) or m.serving(s, a.param("topic"))
+    return a.name not in _served(m) or m.serving(s, a.param("topic"))
 
 
 # Weak fairness: every step of the TC, the brokers and the dispatcher; not what clients, operators
