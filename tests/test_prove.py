@@ -14,7 +14,7 @@ from pulsar_verify.models.pip468.assignment import round_robin
 from pulsar_verify.models.pip468.layout import LayoutError, SegmentLayout
 from pulsar_verify.models.pip477.state import NEW, OLD
 from pulsar_verify.properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, registry
-from pulsar_verify.properties import pip468_layout_steps as z468l, pip468_sessions as zss
+from pulsar_verify.properties import pip468_exclusive as zx, pip468_layout_steps as z468l, pip468_sessions as zss
 from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
 from pulsar_verify.properties import pip477_idgen as zid, pip477_reserved as zrk
@@ -57,6 +57,8 @@ def test_obligation_verdicts():
         ("pip-468", "sessions-durable-inductive", ("fenced-registrations",)): PROVED,
         ("pip-468", "sessions-durable-inductive", ("all-fixes",)): PROVED,
         ("pip-468", "sessions-durable-bounded", ("as-written",)): VIOLATED,
+        ("pip-468", "assignment-exclusive-inductive", ("as-written",)): VIOLATED,
+        ("pip-468", "assignment-exclusive-inductive", ("atomic-registrations", "all-fixes")): PROVED,
         ("pip-468", "sessions-durable-bounded", ("fenced-registrations",)): PROVED,
         ("pip-373", "never-skips-inductive-new-topic", ("as-written",)): VIOLATED,
         ("pip-373", "never-skips-bounded-new-topic", ("as-written",)): VIOLATED,
@@ -403,6 +405,26 @@ def test_the_sessions_counterexample_is_a_write_of_a_broker_without_the_lock():
     assert writer != lock  # whichever counterexample Z3 picks, the write lands from a broker without the lock
     names = {f["property"] for f in json.loads(open("findings/pip-468/index.json").read())}
     assert "sessions-durable" in names  # the explorer's finding on the full model
+
+
+EXCLUSIVE_CASES = [("as-written", "consumers"), ("atomic-registrations", "consumers"), ("as-written", "session-failover"),
+                   ("all-fixes", "session-failover"), *([("all-fixes", "consumer-failover")] if NIGHTLY else [])]
+
+
+@pytest.mark.parametrize("case", EXCLUSIVE_CASES, ids="/".join)
+def test_the_assignment_exclusive_encoding_simulates_the_pip468_model_on_every_reachable_state(case):
+    model, states = explored("pip-468", *case, limit=None)
+    assert zx.simulation(model, [(s, a, t) for s in states for a, t in model.successors(s)]) == []
+
+
+def test_the_exclusive_proof_fails_as_written_on_one_registration_and_a_mutants_whole_write_is_no_step():
+    """As written the counterexample to induction is one consumer's write landing on a segment another holds;
+    the mutant whose join writes the joining consumer's segments into the whole set, unrebalanced, is caught."""
+    cti = run_all()["pip-468", "assignment-exclusive-inductive", ("as-written",)]
+    assert cti.status == VIOLATED and "--land_one-->" in cti.detail
+    model, states = explored("pip-468", "mutant:no-rebalance-on-join", "consumers")
+    pairs = [(s, a, t) for s in states for a, t in model.successors(s) if a.name == "connect"]
+    assert any("connect(consumer=" in d for d in zx.simulation(model, pairs))
 
 
 SESSION_CASES = [(v, "consumer-failover") for v in ("as-written", "fenced-registrations", "all-fixes",
