@@ -581,34 +581,38 @@ def assert_obligations_have_the_explorers_lengths(name: str, cases: dict):
 NOT_IN_PIP468_STEPS = {"departed-consumers-evicted", "created-when-propagated"}
 
 
-def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_lengths():
+PIP468_STEP_CASES = [(module, preset) for module in (z468, z468l) for preset in module.CASES]
+
+
+def test_the_pip468_step_encodings_cover_every_findings_bounds():
+    """(The observation at `consumers` has two consumers: outside them.)"""
+    findings = json.loads(open("findings/pip-468/index.json").read())
+    assert {f["bounds"] for f in findings if f["severity"] != "observation"} <= {p for _, p in PIP468_STEP_CASES}
+
+
+@pytest.mark.parametrize("module,preset", PIP468_STEP_CASES, ids=lambda x: getattr(x, "__name__", x).split(".")[-1])
+def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_lengths(module, preset):
     """As written, at the findings' bounds: the shortest run (or lasso) breaking each property the
     explorer reports broken has the explorer's length; each finding is among them. (The whole
     verdicts, every property up to the explorer's depth plus one and the fixes, take minutes: they
     are compared in the nightly run.)"""
     findings = json.loads(open("findings/pip-468/index.json").read())
-    cases = [(z468, preset, variants, explorer_depth("pip-468", preset, variants))
-             for preset, variants in z468.CASES.items()]
-    cases += [(z468l, preset, variants, explorer_depth("pip-468", preset, variants))
-              for preset, variants in z468l.CASES.items()]
-    # every finding's bounds are the encodings' (the observation at `consumers` has two consumers: outside them)
-    assert {f["bounds"] for f in findings if f["severity"] != "observation"} <= {preset for _, preset, _, _ in cases}
-    for module, preset, variants, depth in cases:
-        for variant in variants if NIGHTLY else ("as-written",):
-            explorer = explorer_lengths("pip-468", variant, preset, depth)
-            enc = module.encoding(variant, preset)
-            unstated = {p for p in explorer if p not in set(enc.properties) | set(enc.liveness)}
-            assert unstated <= NOT_IN_PIP468_STEPS, (variant, preset, unstated)
-            explorer = {p: n for p, n in explorer.items() if p not in unstated}
-            if NIGHTLY:
-                lengths = verdict_lengths(run_all()[("pip-468", f"steps-bounded-{preset}", (variant,))])
-            else:
-                found = enc.check(depth + 1, only=set(explorer))
-                lengths = found_lengths(found)
-            assert lengths == explorer, (variant, preset)
-            if variant == "as-written":
-                assert all(lengths[f["property"]] == f["length"] for f in findings
-                           if f["bounds"] == preset and f["property"] not in NOT_IN_PIP468_STEPS)
+    variants = module.CASES[preset]
+    depth = explorer_depth("pip-468", preset, variants)
+    for variant in variants if NIGHTLY else ("as-written",):
+        explorer = explorer_lengths("pip-468", variant, preset, depth)
+        enc = module.encoding(variant, preset)
+        unstated = {p for p in explorer if p not in set(enc.properties) | set(enc.liveness)}
+        assert unstated <= NOT_IN_PIP468_STEPS, (variant, preset, unstated)
+        explorer = {p: n for p, n in explorer.items() if p not in unstated}
+        if NIGHTLY:
+            lengths = verdict_lengths(run_all()[("pip-468", f"steps-bounded-{preset}", (variant,))])
+        else:
+            lengths = found_lengths(enc.check(depth + 1, only=set(explorer)))
+        assert lengths == explorer, (variant, preset)
+        if variant == "as-written":
+            assert all(lengths[f["property"]] == f["length"] for f in findings
+                       if f["bounds"] == preset and f["property"] not in NOT_IN_PIP468_STEPS)
 
 
 def test_step_for_step_pip468_checking_finds_each_mutants_violations_with_their_lengths():
@@ -684,20 +688,24 @@ PIP473_CI = (("as-written", "default"), ("as-written", "faults"), ("as-written",
              ("mutant:end-needs-append", "sealed"))
 
 
-def test_step_for_step_pip473_checking_finds_the_explorers_findings_with_their_lengths():
+@pytest.mark.parametrize("case", PIP473_CI, ids="/".join)
+def test_step_for_step_pip473_checking_finds_the_explorers_findings_with_their_lengths(case):
     """The shortest run (or lasso) breaking each property the explorer reports broken has the
     explorer's length: all eight findings, and each mutant's property (so every step formula and
-    trigger can fail). Nightly, the obligations' whole verdicts (every property, up to the
-    explorer's depth plus one) are compared too."""
+    trigger can fail)."""
+    variant, preset = case
     findings = json.loads(open("findings/pip-473/index.json").read())
-    for variant, preset in PIP473_CI:
-        explorer = explorer_lengths("pip-473", variant, preset)
-        found = z473.encoding(variant, preset).check(max(explorer.values()), only=set(explorer))
-        assert found_lengths(found) == explorer, (variant, preset)
-        if variant == "as-written":
-            assert all(explorer[f["property"]] == f["length"] for f in findings if f["bounds"] == preset)
-    if NIGHTLY:
-        assert_obligations_have_the_explorers_lengths("pip-473", {p: (vs, None) for p, vs in z473.CASES.items()})
+    explorer = explorer_lengths("pip-473", variant, preset)
+    found = z473.encoding(variant, preset).check(max(explorer.values()), only=set(explorer))
+    assert found_lengths(found) == explorer, (variant, preset)
+    if variant == "as-written":
+        assert all(explorer[f["property"]] == f["length"] for f in findings if f["bounds"] == preset)
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="the whole verdicts take minutes: nightly")
+def test_the_pip473_step_obligations_have_the_explorers_lengths():
+    """Every property, up to the explorer's depth plus one."""
+    assert_obligations_have_the_explorers_lengths("pip-473", {p: (vs, None) for p, vs in z473.CASES.items()})
 
 
 @settings(max_examples=30, deadline=None)
@@ -740,45 +748,59 @@ def z477_lengths(variant: str, preset: str, props: set, k: int, alone: bool = Fa
     return found_lengths(z477.encoding(variant, preset).check(k, only=props, alone=alone))
 
 
-def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_lengths():
-    """Each finding's property, and each mutant's, is broken first at the explorer's length (so
-    those step formulas can fail), and so are the findings shown with their property checked on
-    its own (``alone``) whose runs have up to ``z477.ALONE`` steps; for a longer one, one query
-    finds a run of the explorer's length (nightly). For the two of ``PIP477_NIGHTLY``, CI checks only
-    that the explorer's run is one of the encoding's (an invariant's). Nightly also: every property the
-    explorer reports at those bounds, and the obligations' whole verdicts."""
-    findings = [f for f in catalogue("pip-477")
-                if f.bounds in z477.PRESETS and f.property in z477.Pip477Steps.properties]
-    assert {(f.bounds, f.property) for f in findings if not f.alone} <= {
+def _pip477_step_findings() -> list:
+    return [f for f in catalogue("pip-477") if f.bounds in z477.PRESETS and f.property in z477.Pip477Steps.properties]
+
+
+def test_every_pip477_finding_the_steps_state_is_checked():
+    """Each finding not shown with its property on its own is one of ``PIP477_CI``."""
+    assert {(f.bounds, f.property) for f in _pip477_step_findings() if not f.alone} <= {
         (preset, prop) for variant, preset, prop in PIP477_CI if variant == "as-written"}
-    for variant, preset, prop in PIP477_CI:
-        if (variant, preset, prop) in PIP477_NIGHTLY and not NIGHTLY:
-            if prop in z477.Pip477Steps.invariants:  # the explorer's run is one of the encoding's, and ends there
-                run = [z477.Pip477Steps.label(a) for a in violated("pip-477", variant, preset)[prop].actions]
-                steps = z477.encoding(variant, preset)
-                assert steps.run_of(len(run), prop, labels=run) == run
-                assert steps.run_of(len(run), prop, labels=run[:-1] + ["register"]) is None
-            continue
-        explorer = explorer_lengths("pip-477", variant, preset)
-        props = set(explorer) & set(z477.Pip477Steps.properties) if NIGHTLY else {prop}
-        lengths = z477_lengths(variant, preset, props, max(explorer[p] for p in props))
-        assert lengths == {p: explorer[p] for p in props}, (variant, preset)
+
+
+@pytest.mark.parametrize("case", PIP477_CI, ids="/".join)
+def test_step_for_step_pip477_checking_finds_the_explorers_findings_with_their_lengths(case):
+    """Each finding's property, and each mutant's, is broken first at the explorer's length (so those step
+    formulas can fail). For the two of ``PIP477_NIGHTLY``, CI checks only that the explorer's run is one of the
+    encoding's (an invariant's). Nightly also: every property the explorer reports at those bounds."""
+    variant, preset, prop = case
+    if case in PIP477_NIGHTLY and not NIGHTLY:
+        if prop in z477.Pip477Steps.invariants:  # the explorer's run is one of the encoding's, and ends there
+            run = [z477.Pip477Steps.label(a) for a in violated("pip-477", variant, preset)[prop].actions]
+            steps = z477.encoding(variant, preset)
+            assert steps.run_of(len(run), prop, labels=run) == run
+            assert steps.run_of(len(run), prop, labels=run[:-1] + ["register"]) is None
+        return
+    explorer = explorer_lengths("pip-477", variant, preset)
+    props = set(explorer) & set(z477.Pip477Steps.properties) if NIGHTLY else {prop}
+    lengths = z477_lengths(variant, preset, props, max(explorer[p] for p in props))
+    assert lengths == {p: explorer[p] for p in props}, (variant, preset)
+
+
+@pytest.mark.skipif(not NIGHTLY, reason="the whole verdicts take minutes: nightly")
+def test_the_pip477_step_obligations_have_the_explorers_lengths():
+    assert_obligations_have_the_explorers_lengths("pip-477", {p: (vs, None) for p, vs in z477.CASES.items()})
+
+
+@pytest.mark.parametrize("name", [f.name for f in _pip477_step_findings() if f.alone])
+def test_each_pip477_finding_shown_alone_is_a_run_of_the_steps(name):
+    """A finding shown with its property checked on its own (``alone``) whose run has up to ``z477.ALONE`` steps
+    is broken first at its length; for a longer one, one query finds a run of the explorer's length (the
+    obligation's whole search: nightly)."""
+    f = next(f for f in _pip477_step_findings() if f.name == name)
+    if f.length <= z477.ALONE:
+        assert shortest(f)[1].length == f.length
+        assert z477_lengths("as-written", f.bounds, {f.property}, f.length, alone=True) == {f.property: f.length}
+        return
+    assert z477.LONG[f.bounds] == (f.property, f.length)
+    explorer = [z477.Pip477Steps.label(a) for a in shortest(f)[1].actions]
+    assert len(explorer) == f.length
+    steps = z477.encoding("as-written", f.bounds)
+    assert steps.run_of(f.length, f.property, alone=True, labels=explorer) == explorer
+    assert steps.run_of(f.length, f.property, alone=True, labels=explorer[:-1] + ["register"]) is None
     if NIGHTLY:
-        assert_obligations_have_the_explorers_lengths("pip-477", {p: (vs, None) for p, vs in z477.CASES.items()})
-    for f in findings:
-        if f.alone and f.length <= z477.ALONE:
-            assert shortest(f)[1].length == f.length
-            assert z477_lengths("as-written", f.bounds, {f.property}, f.length, alone=True) == {f.property: f.length}
-        elif f.alone:  # the explorer's run is one of the encoding's; one query finds such a run (minutes: nightly)
-            assert z477.LONG[f.bounds] == (f.property, f.length)
-            explorer = [z477.Pip477Steps.label(a) for a in shortest(f)[1].actions]
-            assert len(explorer) == f.length
-            steps = z477.encoding("as-written", f.bounds)
-            assert steps.run_of(f.length, f.property, alone=True, labels=explorer) == explorer
-            assert steps.run_of(f.length, f.property, alone=True, labels=explorer[:-1] + ["register"]) is None
-            if NIGHTLY:
-                verdict = run_all()[("pip-477", f"steps-run-{f.bounds}", ("as-written",))]
-                assert verdict_lengths(verdict) == {f.property: f.length}
+        verdict = run_all()[("pip-477", f"steps-run-{f.bounds}", ("as-written",))]
+        assert verdict_lengths(verdict) == {f.property: f.length}
 
 
 @settings(max_examples=30, deadline=None)
