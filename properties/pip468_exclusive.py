@@ -54,7 +54,7 @@ class Choice:
     """A rebalance's free choices: its ``assignment`` (consumer -> segments; a step requires it exclusive), the
     consumers whose registration ``changed`` and the issued writes it ``kept``; ``each(body)`` is the array of
     ``body(x)`` over consumers. For a proof all are free (``each`` a lambda); ``Choice.at`` restricts them to
-    values at named consumers, the others unchosen."""
+    values at named consumers, the others unchosen (``apart``: the spare consumer is none of them)."""
 
     def __init__(self):
         self.assignment = z3.Array("assignment", Consumer, SEGS)
@@ -83,7 +83,7 @@ class Choice:
         out.changed = chain(z3.BoolVal(False), lambda k: z3.Bool(f"changed_{k}"))
         out.kept = chain(z3.BoolVal(False), lambda k: z3.Bool(f"kept_{k}"))
         out.each = lambda body: chain(body(spare), body)
-        out.spare = z3.Distinct(*named, spare)
+        out.apart = z3.Distinct(*named, spare)
         return out
 
 
@@ -220,8 +220,9 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
         pre, post = _concrete(v, change[0], cs, gs, bs), _concrete(w, change[1], cs, gs, bs)
         answers = []  # one query per step: Z3 decides each at once, their disjunction only slowly
         choice = Choice.at(list(cs.values()))
+        named = z3.Or(*[b == k for k in bs])  # a step of a broker the state leaves unstated could change anything
         for step in steps_of(v, w, model.fixes, b, c, choice).values():
-            answers.append(_decide(*distinct, choice.spare, pre, post, step)[0])
+            answers.append(_decide(*distinct, choice.apart, named, pre, post, step)[0])
             if z3.sat in answers:
                 break
         answer = z3.sat if z3.sat in answers else z3.unknown if z3.unknown in answers else z3.unsat
