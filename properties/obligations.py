@@ -418,6 +418,18 @@ class StepEncoding:
         return out
 
 
+def distinct_changes(pairs, projection: Callable):
+    """The transitions ``(s, a, t)`` that change an abstraction's variables (``projection`` of a state), each
+    distinct change once, as ``(s, a, t, (before, after))``: what a simulation check decides (a stutter of the
+    abstraction needs no step, and a change already decided needs no second query)."""
+    seen = set()
+    for s, a, t in pairs:
+        change = (projection(s), projection(t))
+        if change[0] != change[1] and change not in seen:
+            seen.add(change)
+            yield s, a, t, change
+
+
 def agreement(pre, step, post, allowed=None, show: Callable[[z3.ModelRef], str] | None = None) -> list[str]:
     """How a transition formula ``step`` disagrees with one concrete transition of the Python
     model: from ``pre`` it must admit ``post``, and nothing outside ``allowed`` (default: ``post``)."""

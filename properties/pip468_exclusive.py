@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation, Verdict, inductive as induction, with_fix
+from .obligations import Obligation, Verdict, _decide, distinct_changes, inductive as induction, with_fix
 from .pip468_sessions import Broker, Consumer
 
 Segment = z3.DeclareSort("Segment")
@@ -201,15 +201,9 @@ def _concrete(v: Vars, projection, cs: dict, gs: dict, bs: list) -> z3.BoolRef:
 def simulation(model, pairs, steps_of=steps) -> list[str]:
     """Each transition of the Python model that changes the encoding's variables is one of its steps (decided
     once per distinct change: the variables' values before and after)."""
-    from pulsar_verify.models.pip468.assignment import consumer_name
-    from .obligations import _decide
-    out, seen = [], set()
-    for s, a, t in pairs:
-        names = [consumer_name(i) for i in range(len(s.consumers))]
-        change = (_projection(s, names), _projection(t, names))
-        if change[0] == change[1] or change in seen:
-            continue  # a stutter of the encoding, or a change already decided
-        seen.add(change)
+    out = []
+    for s, a, t, change in distinct_changes(pairs, lambda x: _projection(x, _names(x))):
+        names = _names(s)
         ids = sorted(set().union(*_segment_sets(change)))
         cs = {n: z3.Const(n, Consumer) for n in names}
         gs = {i: z3.Const(f"g{i}", Segment) for i in ids}
@@ -218,18 +212,25 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
         b, c = z3.Const("broker", Broker), z3.Const("consumer", Consumer)
         distinct = [z3.Distinct(*xs) for xs in (list(cs.values()), list(gs.values()), bs) if len(xs) > 1]
         pre, post = _concrete(v, change[0], cs, gs, bs), _concrete(w, change[1], cs, gs, bs)
-        answers = []  # one query per step: Z3 decides each at once, their disjunction only slowly
         choice = Choice.at(list(cs.values()))
         named = z3.Or(*[b == k for k in bs])  # a step of a broker the state leaves unstated could change anything
+        answer = z3.unsat  # one query per step: Z3 decides each at once, their disjunction only slowly
         for step in steps_of(v, w, model.fixes, b, c, choice).values():
-            answers.append(_decide(*distinct, choice.apart, named, pre, post, step)[0])
-            if z3.sat in answers:
+            got = _decide(*distinct, choice.apart, named, pre, post, step)[0]
+            if got == z3.sat:
+                answer = got
                 break
-        answer = z3.sat if z3.sat in answers else z3.unknown if z3.unknown in answers else z3.unsat
+            if got == z3.unknown:
+                answer = got
         if answer != z3.sat:
             out.append(f"{a}: no step of the encoding takes {change[0]} to {change[1]}"
                        + (" (Z3 answered unknown)" if answer == z3.unknown else ""))
     return out
+
+
+def _names(s) -> list:
+    from pulsar_verify.models.pip468.assignment import consumer_name
+    return [consumer_name(i) for i in range(len(s.consumers))]
 
 
 def _segment_sets(value):

@@ -23,7 +23,7 @@ import z3
 
 from pulsar_verify.models.pip477.state import NEW, OLD
 
-from .obligations import Obligation, Verdict, all_of, inductive as induction, sat, with_fix
+from .obligations import Obligation, Verdict, all_of, distinct_changes, inductive as induction, sat, with_fix
 
 SECTION = ("PIP-477 I11; Phase 2: 'verifies the new cluster's /ledgers/idgen-long is advanced beyond "
            "max(ledgerId) of the source cluster'")
@@ -137,12 +137,8 @@ def _concrete(v: Ids, s) -> z3.BoolRef:
 def simulation(model, pairs, steps_of=steps) -> list[str]:
     """Each transition of the Python model that changes the encoding's variables is one of its steps
     (decided once per distinct change: the variables' values before and after)."""
-    out, seen = [], set()
-    for s, a, t in pairs:
-        change = (_projection(s), _projection(t))
-        if change[0] == change[1] or change in seen:
-            continue  # a stutter of the encoding, or a change already decided
-        seen.add(change)
+    out = []
+    for s, a, t, _ in distinct_changes(pairs, _projection):
         v, w, lid = Ids(""), Ids("'"), z3.Int("lid")
         if not sat(_concrete(v, s), _concrete(w, t),
                    z3.Or(v.keep(w), *steps_of(v, w, model.fixes, model.config.variant, lid).values())):
