@@ -17,7 +17,7 @@ from pulsar_verify.properties import layout as zl, pip373_flag as zf, pip373_ste
 from pulsar_verify.properties import pip468_exclusive as zx, pip468_layout_steps as z468l, pip468_sessions as zss
 from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
-from pulsar_verify.properties import pip473_acks as zack, pip477_idgen as zid, pip477_reserved as zrk
+from pulsar_verify.properties import pip473_acks as zack, pip473_read as zread, pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, same
 from pulsar_verify import registry as models
@@ -51,6 +51,8 @@ def test_obligation_verdicts():
         ("pip-473", "header-state-machine", ("mutant:blind-cas",)): VIOLATED,
         ("pip-473", "committed-acks-inductive", ("as-written",)): VIOLATED,
         ("pip-473", "committed-acks-inductive", ("gc-waits-for-participants", "all-fixes")): PROVED,
+        ("pip-473", "read-committed-inductive", ("as-written",)): VIOLATED,
+        ("pip-473", "read-committed-inductive", ("open-entry-barrier", "all-fixes")): PROVED,
         **({("pip-473", "steps-bounded-default", ("as-written",)): VIOLATED,
             ("pip-473", "steps-bounded-default", ("all-fixes",)): PROVED,
             ("pip-473", "steps-bounded-faults", ("as-written",)): VIOLATED,
@@ -467,6 +469,26 @@ def test_the_committed_acks_proof_fails_as_written_on_the_gc_and_a_drifted_gc_st
         out["gc_ops"] = z3.And(out["gc_ops"], w.rec == v.rec)
         return out
     assert any(d.startswith("gc_delete_ops(") for d in zack.simulation(model, pairs, drifted))
+
+
+READ_CASES = [("as-written", "default"), ("open-entry-barrier", "default"), ("open-entry-barrier", "faults"),
+              ("all-fixes", "faults"), *([("open-entry-barrier", "sealed"), ("open-entry-barrier", "two-segments"),
+                                          ("all-fixes", "late-sub")] if NIGHTLY else [])]
+
+
+@pytest.mark.parametrize("case", READ_CASES, ids="/".join)
+def test_the_read_committed_encoding_simulates_the_pip473_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("pip-473", *case)
+    assert zread.simulation(model, pairs) == []
+
+
+def test_the_read_committed_proof_fails_as_written_on_an_open_entry_and_a_dispatcher_passing_aborted_is_caught():
+    """As written the counterexample to induction is the delivery of an entry whose txn is OPEN; the mutant
+    whose dispatcher ignores isTxnAborted delivers what the encoding's dispatcher holds back."""
+    cti = verdict_of("pip-473", "read-committed-inductive", ("as-written",))
+    assert cti.status == VIOLATED and "--deliver-->" in cti.detail and "header OPEN, decided NONE" in cti.detail
+    model, pairs = transitions_reached("pip-473", "mutant:deliver-aborted", "default")
+    assert any(d.startswith("deliver(") for d in zread.simulation(model, pairs))
 
 
 SESSION_CASES = [(v, "consumer-failover") for v in ("as-written", "fenced-registrations", "all-fixes",
