@@ -17,7 +17,8 @@ from pulsar_verify.properties import layout as zl, pip373_flag as zf, pip373_ste
 from pulsar_verify.properties import pip468_exclusive as zx, pip468_layout_steps as z468l, pip468_sessions as zss
 from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
-from pulsar_verify.properties import pip473_acks as zack, pip473_read as zread, pip477_idgen as zid, pip477_reserved as zrk
+from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdisp
+from pulsar_verify.properties import pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, same
 from pulsar_verify import registry as models
@@ -53,6 +54,8 @@ def test_obligation_verdicts():
         ("pip-473", "committed-acks-inductive", ("gc-waits-for-participants", "all-fixes")): PROVED,
         ("pip-473", "read-committed-inductive", ("as-written",)): VIOLATED,
         ("pip-473", "read-committed-inductive", ("open-entry-barrier", "all-fixes")): PROVED,
+        ("pip-473", "committed-never-filtered-inductive", ("as-written",)): VIOLATED,
+        ("pip-473", "committed-never-filtered-inductive", ("keep-decisions-with-data", "all-fixes")): PROVED,
         **({("pip-473", "steps-bounded-default", ("as-written",)): VIOLATED,
             ("pip-473", "steps-bounded-default", ("all-fixes",)): PROVED,
             ("pip-473", "steps-bounded-faults", ("as-written",)): VIOLATED,
@@ -440,8 +443,8 @@ def test_the_exclusive_proof_fails_as_written_on_one_registration_and_a_mutants_
 
 NO_CRASH = {"crashes": "0"}
 ACKS_CASES = [("gc-waits-for-participants", "acks", None), ("as-written", "acks", NO_CRASH),
-              *([("as-written", "acks", None), ("all-fixes", "acks", None), ("gc-waits-for-participants", "two-txns", None)]
-                if NIGHTLY else [])]
+              *([("as-written", "acks", None), ("all-fixes", "acks", None),
+                 ("gc-waits-for-participants", "two-txns", None)] if NIGHTLY else [])]
 
 
 def transitions_reached(name: str, variant: str, preset: str, overrides=None):
@@ -471,24 +474,37 @@ def test_the_committed_acks_proof_fails_as_written_on_the_gc_and_a_drifted_gc_st
     assert any(d.startswith("gc_delete_ops(") for d in zack.simulation(model, pairs, drifted))
 
 
-READ_CASES = [("as-written", "default"), ("open-entry-barrier", "default"), ("open-entry-barrier", "faults"),
-              ("all-fixes", "faults"), *([("open-entry-barrier", "sealed"), ("open-entry-barrier", "two-segments"),
-                                          ("all-fixes", "late-sub")] if NIGHTLY else [])]
+DISPATCH_CASES = [("as-written", "default"), ("open-entry-barrier", "default"), ("keep-decisions-with-data", "default"),
+                  ("all-fixes", "faults"),
+                  *([("open-entry-barrier", "faults"), ("keep-decisions-with-data", "sealed"), ("all-fixes", "sealed"),
+                     ("keep-decisions-with-data", "late-sub"), ("all-fixes", "two-segments")] if NIGHTLY else [])]
 
 
-@pytest.mark.parametrize("case", READ_CASES, ids="/".join)
-def test_the_read_committed_encoding_simulates_the_pip473_model_on_every_reachable_state(case):
+@pytest.mark.parametrize("case", DISPATCH_CASES, ids="/".join)
+def test_the_dispatch_encoding_simulates_the_pip473_model_on_every_reachable_state(case):
     model, pairs = transitions_reached("pip-473", *case)
-    assert zread.simulation(model, pairs) == []
+    assert zdisp.simulation(model, pairs) == []
 
 
-def test_the_read_committed_proof_fails_as_written_on_an_open_entry_and_a_dispatcher_passing_aborted_is_caught():
-    """As written the counterexample to induction is the delivery of an entry whose txn is OPEN; the mutant
-    whose dispatcher ignores isTxnAborted delivers what the encoding's dispatcher holds back."""
+def test_the_dispatch_proofs_fail_as_written_where_the_findings_do_and_broken_steps_are_caught():
+    """As written the counterexamples to induction are the delivery of an OPEN txn's entry and the deletion of a
+    committed txn's record while its entry is retained; the mutant whose dispatcher ignores isTxnAborted delivers
+    what the encoding's dispatcher holds back, and an encoding whose record deletions never go with a trim misses
+    the fix's trimming."""
     cti = verdict_of("pip-473", "read-committed-inductive", ("as-written",))
     assert cti.status == VIOLATED and "--deliver-->" in cti.detail and "header OPEN, decided NONE" in cti.detail
+    cti = verdict_of("pip-473", "committed-never-filtered-inductive", ("as-written",))
+    before, after = cti.detail.split("--drop-->")
+    assert re.search(r"(t\d+): header COMMITTED, decided COMMITTED", before)
     model, pairs = transitions_reached("pip-473", "mutant:deliver-aborted", "default")
-    assert any(d.startswith("deliver(") for d in zread.simulation(model, pairs))
+    assert any(d.startswith("deliver(") for d in zdisp.simulation(model, pairs))
+
+    def drifted(v, w, fixes, t, g, e):
+        out = zdisp.steps(v, w, fixes, t, g, e)
+        out["drop"] = z3.And(out["drop"], w.record == v.record)
+        return out
+    model, pairs = transitions_reached("pip-473", "keep-decisions-with-data", "default")
+    assert any(d.startswith("trim(") for d in zdisp.simulation(model, pairs, drifted))
 
 
 SESSION_CASES = [(v, "consumer-failover") for v in ("as-written", "fenced-registrations", "all-fixes",
