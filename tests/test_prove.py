@@ -255,6 +255,11 @@ def explored(name: str, variant: str, preset: str, limit: int = 4000):
     return model, [ex.path_to(fp)[0][-1] for fp in sorted(ex.parents)[:limit]]
 
 
+# states sampled by the whole-model step encodings' agreement tests (tests/test_agreement.py checks every reachable
+# state at each encoding's first covered bound set; these sample the other bound sets and variants)
+SAMPLED_STATES = 60 if NIGHTLY else 15
+
+
 def disagreements_at(encoding, name: str, case: tuple, pick: int, limit: int = 4000) -> list[str]:
     """How ``encoding``'s formulas disagree with every transition out of one explored state."""
     model, states = explored(name, *case, limit)
@@ -788,7 +793,7 @@ def test_the_pip473_step_obligations_have_the_explorers_lengths():
     assert_obligations_have_the_explorers_lengths("pip-473", {p: (vs, None) for p, vs in z473.CASES.items()})
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=SAMPLED_STATES, deadline=None)
 @given(st.sampled_from([(v, "default") for v in PIP473_VARIANTS] + [("as-written", "faults"), ("all-fixes", "faults"),
                                                                    ("mutant:end-needs-append", "sealed"),
                                                                    ("as-written", "acks"),
@@ -883,7 +888,7 @@ def test_each_pip477_finding_shown_alone_is_a_run_of_the_steps(name):
         assert verdict_lengths(verdict) == {f.property: f.length}
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=SAMPLED_STATES, deadline=None)
 @given(st.sampled_from([(v, p) for v in ("as-written", "all-fixes") for p in z477.PRESETS] +
                        [("mutant:every-broker-orchestrates", "default"), ("mutant:blind-schema-promote", "schema")] +
                        [(v, "cleanup") for v in ("fallback-to-source-cluster", "recover-from-directive",

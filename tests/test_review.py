@@ -49,10 +49,27 @@ def test_every_action_has_a_sender_and_a_receiver(cls):
             assert set(re.findall(r"\{(\w+)\}", cls.sequence[a.name])) <= dict(a.params).keys(), (f.name, a)
 
 
-def test_review_pages_draw_findings_and_mark_proofs(tmp_path):
-    out, expectations = tmp_path / "report", tmp_path / "expectations.json"
-    args = ["review", "--models", "pip-373", "--engines", "local", "--out", str(out), "--expectations", str(expectations)]
-    assert cli(*args, "--update-expectations").returncode == 0
+@pytest.fixture(scope="module")
+def pip373_review(tmp_path_factory):
+    """pip-373's review on ``workers`` processes, run once per number (the pages and the workers tests share the
+    run on two)."""
+    runs: dict = {}
+
+    def review(workers: str):
+        if workers not in runs:
+            root = tmp_path_factory.mktemp(f"review-{workers}")
+            out, expectations = root / "report", root / "expectations.json"
+            proc = cli("review", "--models", "pip-373", "--engines", "local", "--workers", workers, "--out", str(out),
+                       "--expectations", str(expectations), "--update-expectations")
+            assert proc.returncode == 0, proc.stderr
+            runs[workers] = out, expectations
+        return runs[workers]
+    return review
+
+
+@pytest.mark.xdist_group("pip373-review")
+def test_review_pages_draw_findings_and_mark_proofs(pip373_review):
+    out, expectations = pip373_review("2")
     assert json.loads(expectations.read_text())["pip-373"]["as-written"]["read-committed"] == "violated"
     page = (out / "pip-373.md").read_text()
     assert "```mermaid" in page and "pulsar-verify replay findings/pip-373/" in page
@@ -84,19 +101,18 @@ def test_review_gates_on_expectations(tmp_path):
     assert broken.returncode == 2 and broken.stderr.count("\n") == 1 and "Traceback" not in broken.stderr
 
 
-def test_review_runs_are_the_same_on_any_number_of_workers(tmp_path):
-    summaries = {}
+@pytest.mark.xdist_group("pip373-review")
+def test_review_runs_are_the_same_on_any_number_of_workers(pip373_review):
+    summaries, recorded = {}, {}
     for workers in ("1", "2"):
-        out = tmp_path / workers
-        proc = cli("review", "--models", "pip-373,toy-lock", "--engines", "local", "--workers", workers, "--out", str(out),
-                   "--expectations", str(tmp_path / f"expected-{workers}.json"), "--update-expectations")
-        assert proc.returncode == 0, proc.stderr
+        out, expectations = pip373_review(workers)
         summaries[workers] = {str(p.relative_to(out)): {k: v for k, v in json.loads(p.read_text()).items()
                                                        if k not in ("seconds", "states_per_second", "peak_rss_mb",
                                                                     "trace_files")}
                               for p in out.rglob("summary.json")}
+        recorded[workers] = expectations.read_text()
     assert summaries["1"] == summaries["2"] and len(summaries["1"]) > 10
-    assert (tmp_path / "expected-1.json").read_text() == (tmp_path / "expected-2.json").read_text()
+    assert recorded["1"] == recorded["2"]
 
 
 def test_a_spark_run_that_disagrees_with_the_in_process_run_is_an_internal_error():
