@@ -18,7 +18,7 @@ from pulsar_verify.properties import pip468_exclusive as zx, pip468_layout_steps
 from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
 from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdisp
-from pulsar_verify.properties import pip477_idgen as zid, pip477_reserved as zrk
+from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, same
 from pulsar_verify import registry as models
@@ -107,6 +107,8 @@ def test_obligation_verdicts():
         ("pip-477", "I11-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I11-inductive", ("fence-old-idgen", "all-fixes")): PROVED,
         ("pip-477", "I11-inductive", ("mutant:no-precheck",)): VIOLATED,
+        ("pip-477", "I6-inductive", ("as-written",)): VIOLATED,
+        ("pip-477", "I6-inductive", ("recover-from-directive", "all-fixes")): PROVED,
         ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
         ("pip-477", "I9", ("as-written",)): PROVED,
@@ -510,6 +512,30 @@ def test_the_dispatch_proofs_fail_as_written_where_the_findings_do_and_broken_st
         return out
     model, pairs = transitions_reached("pip-473", "keep-decisions-with-data", "default")
     assert any(d.startswith("trim(") for d in zdisp.simulation(model, pairs, drifted))
+
+
+ACTIVE_CASES = [("as-written", "restart"), ("recover-from-directive", "restart"), ("all-fixes", "close-restart"),
+                *([("as-written", "close-restart"), ("recover-from-directive", "close-restart")] if NIGHTLY else [])]
+
+
+@pytest.mark.parametrize("case", ACTIVE_CASES, ids="/".join)
+def test_the_i6_encoding_simulates_the_pip477_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("pip-477", *case)
+    assert zact.simulation(model, pairs) == []
+
+
+def test_the_i6_proof_fails_as_written_on_a_restart_and_a_drifted_watch_is_caught():
+    """As written the counterexample to induction is a restart after the switch taking the old cluster at the
+    directive's epoch; an encoding whose watch forgets the epoch misses the model's."""
+    cti = verdict_of("pip-477", "I6-inductive", ("as-written",))
+    assert cti.status == VIOLATED and "--restart-->" in cti.detail and re.search(r"b\d+ on old at epoch 1", cti.detail)
+
+    def drifted(v, w, fixes, b, c):
+        out = zact.steps(v, w, fixes, b, c)
+        out["watch"] = z3.And(v.directive, w.active == z3.Store(v.active, b, v.target), *v.keep(w, "active"))
+        return out
+    model, pairs = transitions_reached("pip-477", "recover-from-directive", "restart")
+    assert any(d.startswith("watch(") for d in zact.simulation(model, pairs, drifted))
 
 
 SESSION_CASES = [(v, "consumer-failover") for v in ("as-written", "fenced-registrations", "all-fixes",

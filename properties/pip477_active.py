@@ -1,0 +1,165 @@
+"""PIP-477 I6 (a broker that has applied the current switch state, or restarted since, has the active cluster
+Broker-ZK records: the directive's target, or the ACTIVE cluster before any switch), for any number of brokers
+and clusters, with the fix ``recover-from-directive``.
+
+Brokers and clusters are uninterpreted sorts (``old`` and ``new`` two distinct clusters). The encoding keeps the
+registry's statuses, the switch directive (whether written, its target and epoch) and each broker's
+``activeClusterName`` and applied epoch. Its steps, from ``models/pip477``: the new cluster registers as
+STANDBY; the switch writes the directive (target ``new``, epoch 1) once; a broker's directive watch applies it;
+a broker restarts and ``initialize()`` takes the ACTIVE cluster (tier 1), or registers ``old`` as ACTIVE and
+takes it (tier 3), with its epoch the directive's (with the fix, an existing directive decides its cluster);
+CLEANUP's status CASes rewrite statuses once the directive exists (here any statuses: the claim after the switch
+does not read them). Everything else of the model writes none of these, which ``simulation`` checks on every
+reachable state, each model step being one of these steps or a stutter.
+
+I6 is inductive with the fix, strengthened: before the switch every broker's epoch is 0; after it, the
+directive's target is ``new`` and its epoch 1. As written the counterexample to induction is a restart once the
+directive exists: the broker takes the ACTIVE cluster, still ``old``, with the directive's epoch (the finding
+``restarted-broker-reverts-to-old-cluster``).
+"""
+from __future__ import annotations
+
+import z3
+
+from .obligations import Obligation, Verdict, _decide, distinct_changes, inductive as induction, with_fix
+from .pip477_registry import ABSENT, ACTIVE, NEW, OLD, STATUS, STANDBY, Cluster, Status
+from .pip477_schema import Broker
+
+FIX = "recover-from-directive"
+SECTION = ("PIP-477 I6; Wiring on Broker Start 2: 'tier-1 -> Broker-ZK status=ACTIVE cluster ... tier-3 -> derive "
+           "from bookkeeperMetadataServiceUri and auto-register as ACTIVE'; Phase 3: the watcher hot-swaps "
+           "activeClusterName")
+
+
+class Vars:
+    NAMES = ("status", "directive", "target", "depoch", "active", "epoch")
+
+    def __init__(self, tag: str):
+        self.status = z3.Array(f"i6_status{tag}", Cluster, Status)
+        self.directive = z3.Bool(f"i6_directive{tag}")
+        self.target = z3.Const(f"i6_target{tag}", Cluster)
+        self.depoch = z3.Int(f"i6_depoch{tag}")
+        self.active = z3.Array(f"i6_active{tag}", Broker, Cluster)
+        self.epoch = z3.Array(f"i6_epoch{tag}", Broker, z3.IntSort())
+
+    def keep(self, w, *changed) -> list:
+        return [getattr(w, k) == getattr(self, k) for k in self.NAMES if k not in changed]
+
+
+def steps(v: Vars, w: Vars, fixes, b, c) -> dict:
+    """Each step from ``v`` to ``w`` for the broker ``b``; ``c`` is the ACTIVE cluster a restart finds."""
+    d = z3.Const("d", Cluster)
+    no_active = z3.ForAll([d], v.status[d] != ACTIVE)
+    recovered = z3.If(v.directive, v.target, c) if FIX in fixes else c
+    return {
+        "register": z3.And(v.status[NEW] == ABSENT, w.status == z3.Store(v.status, NEW, STANDBY),
+                           *v.keep(w, "status")),
+        "switch": z3.And(z3.Not(v.directive), w.directive, w.target == NEW, w.depoch == 1,
+                         *v.keep(w, "directive", "target", "depoch")),
+        "watch": z3.And(v.directive, w.active == z3.Store(v.active, b, v.target),
+                        w.epoch == z3.Store(v.epoch, b, v.depoch), *v.keep(w, "active", "epoch")),
+        "restart": z3.And(z3.If(no_active, z3.And(c == OLD, w.status == z3.Store(v.status, OLD, ACTIVE)),
+                                z3.And(v.status[c] == ACTIVE, w.status == v.status)),
+                          w.active == z3.Store(v.active, b, recovered),
+                          w.epoch == z3.Store(v.epoch, b, z3.If(v.directive, v.depoch, 0)),
+                          *v.keep(w, "status", "active", "epoch")),
+        "cleanup_status": z3.And(v.directive, *v.keep(w, "status")),
+    }
+
+
+def plain(v: Vars) -> z3.BoolRef:
+    """I6: before the switch a broker's cluster is an ACTIVE one; after it, a broker at the directive's epoch has
+    its target."""
+    b = z3.Const("b", Broker)
+    return z3.ForAll([b], z3.And(z3.Implies(z3.Not(v.directive), v.status[v.active[b]] == ACTIVE),
+                                 z3.Implies(z3.And(v.directive, v.epoch[b] == v.depoch), v.active[b] == v.target)))
+
+
+def strengthened(v: Vars) -> z3.BoolRef:
+    b = z3.Const("b", Broker)
+    return z3.And(plain(v), z3.Implies(v.directive, z3.And(v.target == NEW, v.depoch == 1)),
+                  z3.ForAll([b], z3.Implies(z3.Not(v.directive), v.epoch[b] == 0)))
+
+
+def init(v: Vars) -> z3.BoolRef:
+    b, d = z3.Const("b", Broker), z3.Const("d", Cluster)
+    return z3.And(z3.Distinct(OLD, NEW), v.status[OLD] == ACTIVE,
+                  z3.ForAll([d], z3.Implies(d != OLD, v.status[d] == ABSENT)),
+                  z3.Not(v.directive), z3.ForAll([b], z3.And(v.active[b] == OLD, v.epoch[b] == 0)))
+
+
+def inductive(fixes) -> Verdict:
+    v, w = Vars(""), Vars("'")
+    b, c = z3.Const("broker", Broker), z3.Const("found", Cluster)
+    return induction(init(v), z3.And(z3.Distinct(OLD, NEW), strengthened(v)), strengthened(w),
+                     steps(v, w, fixes, b, c), before=lambda m: describe(m, v),
+                     after=lambda m: describe(m, w, b))
+
+
+def describe(m: z3.ModelRef, v: Vars, step=None) -> str:
+    """The statuses, the directive and each broker's cluster and epoch, brokers named b0, b1, ...; with ``step``
+    (its broker), which broker took it."""
+    e = lambda x: m.eval(x, model_completion=True)  # noqa: E731
+    clusters, brokers = (m.get_universe(s) or [] for s in (Cluster, Broker))
+    cn = {str(e(OLD)): "old", str(e(NEW)): "new"}
+    cn.update({str(x): f"cluster{i}" for i, x in enumerate(clusters) if str(x) not in cn})
+    bn = {str(x): f"b{i}" for i, x in enumerate(brokers)}
+    statuses = ", ".join(f"{cn[str(x)]} {e(v.status[x])}" for x in clusters if str(e(v.status[x])) != "ABSENT")
+    directive = (f"directive to {cn[str(e(v.target))]} at epoch {e(v.depoch)}" if z3.is_true(e(v.directive))
+                 else "no directive")
+    held = ", ".join(f"{bn[str(x)]} on {cn[str(e(v.active[x]))]} at epoch {e(v.epoch[x])}" for x in brokers)
+    took = "" if step is None else f" (taken by {bn.get(str(e(step)), 'a broker')})"
+    return f"{{registry {statuses}; {directive}; {held}}}{took}"
+
+
+def _projection(s) -> tuple:
+    """The model state's values of the encoding's variables: the two clusters' statuses, the directive's (target,
+    epoch) or None, and each broker's (cluster, epoch)."""
+    d = s.directive
+    return (s.registry.get("old", "ABSENT"), s.registry.get("new", "ABSENT"),
+            None if d is None else (d[0], d[2]), tuple((x.active, x.epoch) for x in s.brokers))
+
+
+def _concrete(v: Vars, projection, bs: list) -> z3.BoolRef:
+    old, new, directive, brokers = projection
+    cluster = {"old": OLD, "new": NEW}
+    status = lambda name: ABSENT if name == "ABSENT" else STATUS[name]  # noqa: E731
+    out = [v.status == z3.Store(z3.Store(z3.K(Cluster, ABSENT), OLD, status(old)), NEW, status(new)),
+           v.directive == (directive is not None)]
+    if directive is not None:
+        out += [v.target == cluster[directive[0]], v.depoch == directive[1]]
+    for b, (active, epoch) in zip(bs, brokers):
+        out += [v.active[b] == cluster[active], v.epoch[b] == epoch]
+    return z3.And(*out)
+
+
+def simulation(model, pairs, steps_of=steps) -> list[str]:
+    """Each transition of the Python model that changes the encoding's variables is one of its steps (decided
+    once per distinct change), taken by a named broker."""
+    out = []
+    for s, a, t, change in distinct_changes(pairs, _projection):
+        bs = [z3.Const(f"B{i}", Broker) for i in range(len(s.brokers))]
+        v, w = Vars(""), Vars("'")
+        b, c = z3.Const("broker", Broker), z3.Const("found", Cluster)
+        facts = [z3.Distinct(OLD, NEW), *([z3.Distinct(*bs)] if len(bs) > 1 else []), z3.Or(*[b == x for x in bs]),
+                 _concrete(v, change[0], bs), _concrete(w, change[1], bs)]
+        answer = z3.unsat
+        for step in steps_of(v, w, model.fixes, b, c).values():
+            got = _decide(*facts, step)[0]
+            if got == z3.sat:
+                answer = got
+                break
+            answer = got if got == z3.unknown else answer
+        if answer != z3.sat:
+            out.append(f"{a}: no step of the encoding takes {change[0]} to {change[1]}"
+                       + (" (Z3 answered unknown)" if answer == z3.unknown else ""))
+    return out
+
+
+OBLIGATIONS = [
+    Obligation("pip-477", "I6-inductive", "I6 is inductive for any number of brokers and clusters, a restarting broker "
+               "taking the ACTIVE cluster", SECTION, lambda: inductive(frozenset()), ("as-written",), proves=("I6",)),
+    Obligation("pip-477", "I6-inductive", "I6 is inductive for any number of brokers and clusters, a restarting broker "
+               "taking an existing directive's target", SECTION, lambda: inductive(frozenset({FIX})),
+               with_fix("pip-477", FIX), proves=("I6",)),
+]
