@@ -1,23 +1,28 @@
-"""PIP-477 I6 (a broker that has applied the current switch state, or restarted since, has the active cluster
-Broker-ZK records: the directive's target, or the ACTIVE cluster before any switch), for any number of brokers
-and clusters, with the fix ``recover-from-directive``.
+"""PIP-477's active cluster, for any number of brokers and clusters: I6 (a broker that has applied the current
+switch state, or restarted since, has the active cluster Broker-ZK records: the directive's target, or the ACTIVE
+cluster before any switch) with the fix ``recover-from-directive``, and I2 for the reads of a record without
+attribution (a ledger written before the plugin, on the old cluster: every broker reads it from there) with the fix
+``fallback-to-source-cluster``.
 
 Brokers and clusters are uninterpreted sorts (``old`` and ``new`` two distinct clusters). The encoding keeps the
-registry's statuses, the switch directive (whether written, its target and epoch) and each broker's
-``activeClusterName`` and applied epoch. Its steps, from ``models/pip477``: the new cluster registers as
-STANDBY; the switch writes the directive (target ``new``, epoch 1) once; a broker's directive watch applies it;
-a broker restarts and ``initialize()`` takes the ACTIVE cluster (tier 1), or registers ``old`` as ACTIVE and
-takes it (tier 3), with its epoch the directive's (with the fix, an existing directive decides its cluster);
-CLEANUP's status CASes rewrite statuses once the directive exists (here any statuses: the claim after the switch
-does not read them). Everything else of the model writes none of these, which ``simulation`` checks on every
-reachable state, each model step being one of these steps or a stutter.
+registry's statuses, the switch directive (whether written, its target, epoch and source cluster) and each broker's
+``activeClusterName`` and applied epoch. Its steps, from ``models/pip477``: the new cluster registers as STANDBY;
+the switch writes the directive (target ``new``, epoch 1, source the ACTIVE cluster) once; a broker's directive
+watch applies it; a broker restarts and ``initialize()`` takes the ACTIVE cluster (tier 1), or registers ``old``
+as ACTIVE and takes it (tier 3), with its epoch the directive's (with ``recover-from-directive``, an existing
+directive decides its cluster); CLEANUP's status CASes rewrite ``old``'s and ``new``'s statuses once the directive
+exists (here to any statuses). Everything else of the model writes none of these, which ``simulation`` checks on
+every reachable state, each model step being one of these steps or a stutter; it also checks that each broker's
+legacy fallback in the model (``routing.resolve`` of a record without attribution) is the encoding's.
 
-I6 is inductive with the fix, strengthened: before the switch every broker's epoch is 0; after it, the
-directive's target is ``new`` and its epoch 1. As written the counterexample to induction is a restart once the
-directive exists: the broker takes the ACTIVE cluster, still ``old``, with the directive's epoch (the finding
-``restarted-broker-reverts-to-old-cluster``).
+Both claims are strengthened by ``switch_facts``. As written the counterexamples to induction are a restart once
+the directive exists, the broker taking ``old`` at the directive's epoch (the finding
+``restarted-broker-reverts-to-old-cluster``), and a watch that moves a broker to ``new``, whose legacy fallback
+then reads the old ledger from there (``legacy-ledger-read-from-new-cluster``).
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import z3
 
@@ -25,20 +30,23 @@ from .obligations import Obligation, Verdict, _decide, distinct_changes, inducti
 from .pip477_registry import ABSENT, ACTIVE, NEW, OLD, STATUS, STANDBY, Cluster, Status
 from .pip477_schema import Broker
 
-FIX = "recover-from-directive"
+RECOVER, SOURCE = "recover-from-directive", "fallback-to-source-cluster"
+LEGACY_SECTION = ("PIP-477 I2; Read-Path Routing: 'resolve(LedgerInfo li)' with the 'legacy fallback' for ledgers "
+                  "without the stamp")
 SECTION = ("PIP-477 I6; Wiring on Broker Start 2: 'tier-1 -> Broker-ZK status=ACTIVE cluster ... tier-3 -> derive "
            "from bookkeeperMetadataServiceUri and auto-register as ACTIVE'; Phase 3: the watcher hot-swaps "
            "activeClusterName")
 
 
 class Vars:
-    NAMES = ("status", "directive", "target", "depoch", "active", "epoch")
+    NAMES = ("status", "directive", "target", "depoch", "source", "active", "epoch")
 
     def __init__(self, tag: str):
         self.status = z3.Array(f"i6_status{tag}", Cluster, Status)
         self.directive = z3.Bool(f"i6_directive{tag}")
         self.target = z3.Const(f"i6_target{tag}", Cluster)
         self.depoch = z3.Int(f"i6_depoch{tag}")
+        self.source = z3.Const(f"i6_source{tag}", Cluster)  # the cluster ACTIVE when the directive was written
         self.active = z3.Array(f"i6_active{tag}", Broker, Cluster)
         self.epoch = z3.Array(f"i6_epoch{tag}", Broker, z3.IntSort())
 
@@ -47,15 +55,16 @@ class Vars:
 
 
 def steps(v: Vars, w: Vars, fixes, b, c) -> dict:
-    """Each step from ``v`` to ``w`` for the broker ``b``; ``c`` is the ACTIVE cluster a restart finds."""
+    """Each step from ``v`` to ``w`` for the broker ``b``; ``c`` is the ACTIVE cluster a restart or the switch
+    finds."""
     d = z3.Const("d", Cluster)
     no_active = z3.ForAll([d], v.status[d] != ACTIVE)
-    recovered = z3.If(v.directive, v.target, c) if FIX in fixes else c
+    recovered = z3.If(v.directive, v.target, c) if RECOVER in fixes else c
     return {
         "register": z3.And(v.status[NEW] == ABSENT, w.status == z3.Store(v.status, NEW, STANDBY),
                            *v.keep(w, "status")),
-        "switch": z3.And(z3.Not(v.directive), w.directive, w.target == NEW, w.depoch == 1,
-                         *v.keep(w, "directive", "target", "depoch")),
+        "switch": z3.And(z3.Not(v.directive), v.status[c] == ACTIVE, w.directive, w.target == NEW, w.depoch == 1,
+                         w.source == c, *v.keep(w, "directive", "target", "depoch", "source")),
         "watch": z3.And(v.directive, w.active == z3.Store(v.active, b, v.target),
                         w.epoch == z3.Store(v.epoch, b, v.depoch), *v.keep(w, "active", "epoch")),
         "restart": z3.And(z3.If(no_active, z3.And(c == OLD, w.status == z3.Store(v.status, OLD, ACTIVE)),
@@ -63,11 +72,18 @@ def steps(v: Vars, w: Vars, fixes, b, c) -> dict:
                           w.active == z3.Store(v.active, b, recovered),
                           w.epoch == z3.Store(v.epoch, b, z3.If(v.directive, v.depoch, 0)),
                           *v.keep(w, "status", "active", "epoch")),
-        "cleanup_status": z3.And(v.directive, *v.keep(w, "status")),
+        "cleanup_status": z3.And(v.directive, z3.ForAll([d], z3.Or(d == OLD, d == NEW, w.status[d] == v.status[d])),
+                                 *v.keep(w, "status")),
     }
 
 
-def plain(v: Vars) -> z3.BoolRef:
+def fallback(v: Vars, fixes, b):
+    """The cluster broker ``b`` reads a record without attribution from (``resolve``'s legacy fallback): its
+    active cluster, or with ``fallback-to-source-cluster`` once the directive exists, its source."""
+    return z3.If(v.directive, v.source, v.active[b]) if SOURCE in fixes else v.active[b]
+
+
+def i6(v: Vars, fixes) -> z3.BoolRef:
     """I6: before the switch a broker's cluster is an ACTIVE one; after it, a broker at the directive's epoch has
     its target."""
     b = z3.Const("b", Broker)
@@ -75,10 +91,24 @@ def plain(v: Vars) -> z3.BoolRef:
                                  z3.Implies(z3.And(v.directive, v.epoch[b] == v.depoch), v.active[b] == v.target)))
 
 
-def strengthened(v: Vars) -> z3.BoolRef:
+def legacy_from_old(v: Vars, fixes) -> z3.BoolRef:
+    """Every broker reads a record without attribution (a ledger written before the plugin, on the old cluster,
+    its only home) from the old cluster."""
     b = z3.Const("b", Broker)
-    return z3.And(plain(v), z3.Implies(v.directive, z3.And(v.target == NEW, v.depoch == 1)),
-                  z3.ForAll([b], z3.Implies(z3.Not(v.directive), v.epoch[b] == 0)))
+    return z3.ForAll([b], fallback(v, fixes, b) == OLD)
+
+
+def switch_facts(v: Vars) -> z3.BoolRef:
+    """Before the switch ``old`` is the one ACTIVE cluster and every broker's, at epoch 0; after it, the directive
+    is to ``new`` at epoch 1, from ``old``, and a broker's epoch is 0 or the directive's; only ``old`` or ``new`` is
+    ever ACTIVE."""
+    b, d = z3.Const("b", Broker), z3.Const("d", Cluster)
+    return z3.And(z3.Distinct(OLD, NEW),
+                  z3.Implies(v.directive, z3.And(v.target == NEW, v.depoch == 1, v.source == OLD)),
+                  z3.Implies(z3.Not(v.directive), z3.ForAll([d], (v.status[d] == ACTIVE) == (d == OLD))),
+                  z3.ForAll([d], z3.Implies(v.status[d] == ACTIVE, z3.Or(d == OLD, d == NEW))),
+                  z3.ForAll([b], z3.And(z3.Or(v.epoch[b] == 0, z3.And(v.directive, v.epoch[b] == v.depoch)),
+                                        z3.Implies(z3.Not(v.directive), v.active[b] == OLD))))
 
 
 def init(v: Vars) -> z3.BoolRef:
@@ -88,11 +118,15 @@ def init(v: Vars) -> z3.BoolRef:
                   z3.Not(v.directive), z3.ForAll([b], z3.And(v.active[b] == OLD, v.epoch[b] == 0)))
 
 
-def inductive(fixes) -> Verdict:
+CLAIMS = {"I6": (i6, RECOVER), "legacy-reads-from-old": (legacy_from_old, SOURCE)}  # claim -> (statement, its fix)
+
+
+def inductive(claim: str, fixes) -> Verdict:
+    """The claim, strengthened by ``switch_facts``."""
     v, w = Vars(""), Vars("'")
     b, c = z3.Const("broker", Broker), z3.Const("found", Cluster)
-    return induction(init(v), z3.And(z3.Distinct(OLD, NEW), strengthened(v)), strengthened(w),
-                     steps(v, w, fixes, b, c), before=lambda m: describe(m, v),
+    state = lambda x: z3.And(switch_facts(x), CLAIMS[claim][0](x, fixes))  # noqa: E731
+    return induction(init(v), state(v), state(w), steps(v, w, fixes, b, c), before=lambda m: describe(m, v),
                      after=lambda m: describe(m, w, b))
 
 
@@ -114,29 +148,33 @@ def describe(m: z3.ModelRef, v: Vars, step=None) -> str:
 
 def _projection(s) -> tuple:
     """The model state's values of the encoding's variables: the two clusters' statuses, the directive's (target,
-    epoch) or None, and each broker's (cluster, epoch)."""
+    epoch, source) or None, and each broker's (cluster, epoch)."""
     d = s.directive
     return (s.registry.get("old", "ABSENT"), s.registry.get("new", "ABSENT"),
-            None if d is None else (d[0], d[2]), tuple((x.active, x.epoch) for x in s.brokers))
+            None if d is None else (d[0], d[2], d[3]), tuple((x.active, x.epoch) for x in s.brokers))
+
+
+CLUSTER = {"old": OLD, "new": NEW}
 
 
 def _concrete(v: Vars, projection, bs: list) -> z3.BoolRef:
     old, new, directive, brokers = projection
-    cluster = {"old": OLD, "new": NEW}
     status = lambda name: ABSENT if name == "ABSENT" else STATUS[name]  # noqa: E731
     out = [v.status == z3.Store(z3.Store(z3.K(Cluster, ABSENT), OLD, status(old)), NEW, status(new)),
            v.directive == (directive is not None)]
     if directive is not None:
-        out += [v.target == cluster[directive[0]], v.depoch == directive[1]]
+        out += [v.target == CLUSTER[directive[0]], v.depoch == directive[1], v.source == CLUSTER[directive[2]]]
     for b, (active, epoch) in zip(bs, brokers):
-        out += [v.active[b] == cluster[active], v.epoch[b] == epoch]
+        out += [v.active[b] == CLUSTER[active], v.epoch[b] == epoch]
     return z3.And(*out)
 
 
-def simulation(model, pairs, steps_of=steps) -> list[str]:
+def simulation(model, pairs, steps_of=steps, fallback_of=fallback) -> list[str]:
     """Each transition of the Python model that changes the encoding's variables is one of its steps (decided
-    once per distinct change), taken by a named broker."""
-    out = []
+    once per distinct change), taken by a named broker; and in each state, each broker's legacy fallback
+    (``routing.resolve`` of a record without attribution) is the encoding's ``fallback``."""
+    from pulsar_verify.models.pip477.routing import resolve
+    out, fell = [], set()
     for s, a, t, change in distinct_changes(pairs, _projection):
         bs = [z3.Const(f"B{i}", Broker) for i in range(len(s.brokers))]
         v, w = Vars(""), Vars("'")
@@ -153,13 +191,38 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
         if answer != z3.sat:
             out.append(f"{a}: no step of the encoding takes {change[0]} to {change[1]}"
                        + (" (Z3 answered unknown)" if answer == z3.unknown else ""))
+    for s, _, _ in pairs:
+        routes = tuple(resolve(model, s, None, i) for i in range(len(s.brokers)))
+        key = (_projection(s), routes)
+        if key in fell:
+            continue
+        fell.add(key)
+        bs = [z3.Const(f"B{i}", Broker) for i in range(len(s.brokers))]
+        v = Vars("")
+        differs = z3.Or(*[fallback_of(v, model.fixes, x) != CLUSTER[r] for x, r in zip(bs, routes)])
+        if _decide(z3.Distinct(OLD, NEW), *([z3.Distinct(*bs)] if len(bs) > 1 else []), _concrete(v, key[0], bs),
+                   differs)[0] != z3.unsat:
+            out.append(f"in {key[0]} the model's legacy fallback is {routes}, not the encoding's")
     return out
+
+
+def _claim(name: str, fixes) -> Callable[[], Verdict]:
+    return lambda: inductive(name, frozenset(fixes))
 
 
 OBLIGATIONS = [
     Obligation("pip-477", "I6-inductive", "I6 is inductive for any number of brokers and clusters, a restarting broker "
-               "taking the ACTIVE cluster", SECTION, lambda: inductive(frozenset()), ("as-written",), proves=("I6",)),
+               "taking the ACTIVE cluster", SECTION, _claim("I6", ()), ("as-written",), proves=("I6",)),
     Obligation("pip-477", "I6-inductive", "I6 is inductive for any number of brokers and clusters, a restarting broker "
-               "taking an existing directive's target", SECTION, lambda: inductive(frozenset({FIX})),
-               with_fix("pip-477", FIX), proves=("I6",)),
+               "taking an existing directive's target", SECTION, _claim("I6", {RECOVER}), with_fix("pip-477", RECOVER),
+               proves=("I6",)),
+    Obligation("pip-477", "legacy-reads-from-old-inductive", "Every broker reads a record without attribution (a "
+               "ledger from before the plugin, whose only home is the old cluster) from the old cluster, for any "
+               "number of brokers and clusters, the fallback being the broker's active cluster (I2 for those reads)",
+               LEGACY_SECTION, _claim("legacy-reads-from-old", ()), ("as-written",)),
+    Obligation("pip-477", "legacy-reads-from-old-inductive", "Every broker reads a record without attribution from the "
+               "old cluster, for any number of brokers and clusters, the fallback being the directive's source "
+               "cluster once there is one (I2 for those reads)", LEGACY_SECTION, _claim("legacy-reads-from-old",
+                                                                                         {SOURCE}),
+               with_fix("pip-477", SOURCE)),
 ]

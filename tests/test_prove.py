@@ -109,6 +109,8 @@ def test_obligation_verdicts():
         ("pip-477", "I11-inductive", ("mutant:no-precheck",)): VIOLATED,
         ("pip-477", "I6-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I6-inductive", ("recover-from-directive", "all-fixes")): PROVED,
+        ("pip-477", "legacy-reads-from-old-inductive", ("as-written",)): VIOLATED,
+        ("pip-477", "legacy-reads-from-old-inductive", ("fallback-to-source-cluster", "all-fixes")): PROVED,
         ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
         ("pip-477", "I9", ("as-written",)): PROVED,
@@ -515,20 +517,26 @@ def test_the_dispatch_proofs_fail_as_written_where_the_findings_do_and_broken_st
 
 
 ACTIVE_CASES = [("as-written", "restart"), ("recover-from-directive", "restart"), ("all-fixes", "close-restart"),
-                *([("as-written", "close-restart"), ("recover-from-directive", "close-restart")] if NIGHTLY else [])]
+                ("as-written", "legacy"), ("fallback-to-source-cluster", "legacy"),
+                *([("as-written", "close-restart"), ("recover-from-directive", "close-restart"),
+                   ("all-fixes", "legacy")] if NIGHTLY else [])]
 
 
 @pytest.mark.parametrize("case", ACTIVE_CASES, ids="/".join)
-def test_the_i6_encoding_simulates_the_pip477_model_on_every_reachable_state(case):
+def test_the_active_cluster_encoding_simulates_the_pip477_model_on_every_reachable_state(case):
     model, pairs = transitions_reached("pip-477", *case)
     assert zact.simulation(model, pairs) == []
 
 
-def test_the_i6_proof_fails_as_written_on_a_restart_and_a_drifted_watch_is_caught():
-    """As written the counterexample to induction is a restart after the switch taking the old cluster at the
-    directive's epoch; an encoding whose watch forgets the epoch misses the model's."""
+def test_the_active_cluster_proofs_fail_as_written_where_the_findings_do_and_drifts_are_caught():
+    """As written the counterexamples to induction are a restart after the switch taking the old cluster at the
+    directive's epoch, and a watch moving a broker to the new cluster (its legacy fallback); an encoding whose
+    watch forgets the epoch, or whose fallback ignores the fix, misses the model's."""
     cti = verdict_of("pip-477", "I6-inductive", ("as-written",))
-    assert cti.status == VIOLATED and "--restart-->" in cti.detail and re.search(r"b\d+ on old at epoch 1", cti.detail)
+    assert cti.status == VIOLATED and "--restart-->" in cti.detail
+    assert re.search(r"(b\d+) on old at epoch 1", cti.detail.split("--restart-->")[1])
+    cti = verdict_of("pip-477", "legacy-reads-from-old-inductive", ("as-written",))
+    assert cti.status == VIOLATED and "--watch-->" in cti.detail
 
     def drifted(v, w, fixes, b, c):
         out = zact.steps(v, w, fixes, b, c)
@@ -536,6 +544,9 @@ def test_the_i6_proof_fails_as_written_on_a_restart_and_a_drifted_watch_is_caugh
         return out
     model, pairs = transitions_reached("pip-477", "recover-from-directive", "restart")
     assert any(d.startswith("watch(") for d in zact.simulation(model, pairs, drifted))
+    model, pairs = transitions_reached("pip-477", "fallback-to-source-cluster", "legacy")
+    as_written = lambda v, fixes, b: zact.fallback(v, fixes - {zact.SOURCE}, b)  # noqa: E731
+    assert any("legacy fallback" in d for d in zact.simulation(model, pairs, fallback_of=as_written))
 
 
 SESSION_CASES = [(v, "consumer-failover") for v in ("as-written", "fenced-registrations", "all-fixes",
