@@ -19,6 +19,7 @@ from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
 from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdisp
 from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid, pip477_reserved as zrk
+from pulsar_verify.properties import pip477_stamps as zstamp
 from pulsar_verify.properties import v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, same
 from pulsar_verify import registry as models
@@ -107,6 +108,8 @@ def test_obligation_verdicts():
         ("pip-477", "I11-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I11-inductive", ("fence-old-idgen", "all-fixes")): PROVED,
         ("pip-477", "I11-inductive", ("mutant:no-precheck",)): VIOLATED,
+        ("pip-477", "schema-stamps-inductive", ("as-written",)): VIOLATED,
+        ("pip-477", "schema-stamps-inductive", ("promote-built-only", "all-fixes")): PROVED,
         ("pip-477", "I6-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I6-inductive", ("recover-from-directive", "all-fixes")): PROVED,
         ("pip-477", "legacy-reads-from-old-inductive", ("as-written",)): VIOLATED,
@@ -547,6 +550,25 @@ def test_the_active_cluster_proofs_fail_as_written_where_the_findings_do_and_dri
     model, pairs = transitions_reached("pip-477", "fallback-to-source-cluster", "legacy")
     as_written = lambda v, fixes, b: zact.fallback(v, fixes - {zact.SOURCE}, b)  # noqa: E731
     assert any("legacy fallback" in d for d in zact.simulation(model, pairs, fallback_of=as_written))
+
+
+STAMP_CASES = [("as-written", "schema"), ("promote-built-only", "schema"), ("all-fixes", "schema"),
+               *([("all-fixes", "cleanup"), ("all-fixes", "close")] if NIGHTLY else [])]
+
+
+@pytest.mark.parametrize("case", STAMP_CASES, ids="/".join)
+def test_the_schema_stamps_encoding_simulates_the_pip477_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("pip-477", *case)
+    assert zstamp.simulation(model, pairs) == []
+
+
+def test_the_schema_stamps_proof_fails_as_written_on_promote_and_an_unstamped_put_is_caught():
+    """As written the counterexample to induction is PROMOTE re-stamping an entry of a ledger BUILD never copied;
+    the mutant whose putSchema writes the entry before its stamp appends an entry no step of the encoding does."""
+    cti = verdict_of("pip-477", "schema-stamps-inductive", ("as-written",))
+    assert cti.status == VIOLATED and "--promote_schema_cas-->" in cti.detail
+    model, pairs = transitions_reached("pip-477", "mutant:stamp-after-create", "schema")
+    assert any(d.startswith("put_schema_cas(") for d in zstamp.simulation(model, pairs))
 
 
 SESSION_CASES = [(v, "consumer-failover") for v in ("as-written", "fenced-registrations", "all-fixes",
