@@ -13,8 +13,8 @@ def registry() -> list:
             *pip468_exclusive.OBLIGATIONS, *pip468_steps.OBLIGATIONS, *pip468_layout_steps.OBLIGATIONS,
             *pip373_flag.OBLIGATIONS, *pip373_steps.OBLIGATIONS, *pip477_registry.OBLIGATIONS,
             *pip477_schema.OBLIGATIONS, *pip477_stamps.OBLIGATIONS, *pip477_active.OBLIGATIONS,
-            *pip477_cursor.OBLIGATIONS, *pip477_idgen.OBLIGATIONS, *pip477_reserved.OBLIGATIONS, *pip477_steps.OBLIGATIONS,
-            *v4txn_steps.OBLIGATIONS]
+            *pip477_cursor.OBLIGATIONS, *pip477_idgen.OBLIGATIONS, *pip477_reserved.OBLIGATIONS,
+            *pip477_steps.OBLIGATIONS, *v4txn_steps.OBLIGATIONS]
 
 
 def step_encodings() -> list:

@@ -1,24 +1,31 @@
 """PIP-477's active cluster, for any number of brokers and clusters: I6 (a broker that has applied the current
 switch state, or restarted since, has the active cluster Broker-ZK records: the directive's target, or the ACTIVE
-cluster before any switch) with the fix ``recover-from-directive``, and I2 for the reads of a record without
-attribution (a ledger written before the plugin, on the old cluster: every broker reads it from there) with the fix
-``fallback-to-source-cluster``.
+cluster before any switch) with the fix ``recover-from-directive``; I2 for the reads of a record without
+attribution (a ledger written before the plugin, on the old cluster: every broker reads it from there) with
+``fallback-to-source-cluster``; and, once the operator closed the old cluster's client, no broker has it as its
+active cluster (what no-publish-pause needs of the owner: the cluster it creates ledgers on is open) with
+``close-after-brokers-switched`` and ``recover-from-directive``.
 
 Brokers and clusters are uninterpreted sorts (``old`` and ``new`` two distinct clusters). The encoding keeps the
-registry's statuses, the switch directive (whether written, its target, epoch and source cluster) and each broker's
-``activeClusterName`` and applied epoch. Its steps, from ``models/pip477``: the new cluster registers as STANDBY;
-the switch writes the directive (target ``new``, epoch 1, source the ACTIVE cluster) once; a broker's directive
-watch applies it; a broker restarts and ``initialize()`` takes the ACTIVE cluster (tier 1), or registers ``old``
-as ACTIVE and takes it (tier 3), with its epoch the directive's (with ``recover-from-directive``, an existing
-directive decides its cluster); CLEANUP's status CASes rewrite ``old``'s and ``new``'s statuses once the directive
-exists (here to any statuses). Everything else of the model writes none of these, which ``simulation`` checks on
-every reachable state, each model step being one of these steps or a stutter; it also checks that each broker's
-legacy fallback in the model (``routing.resolve`` of a record without attribution) is the encoding's.
+registry's statuses, the switch directive (whether written, its target, epoch and source cluster), each broker's
+``activeClusterName`` and applied epoch, and whether the old client is closed. Its steps, from ``models/pip477``:
+the new cluster registers as STANDBY; the switch writes the directive (target ``new``, epoch 1, source the ACTIVE
+cluster) once; a broker's directive watch applies it; the operator closes the old client after the switch (with
+``close-after-brokers-switched``, once every broker applied the directive; the model's other conditions, no open
+handle and CLEANUP done, are left out); a broker restarts and ``initialize()`` takes the ACTIVE cluster (tier 1),
+or registers ``old`` as ACTIVE and takes it (tier 3), with its epoch the directive's (with
+``recover-from-directive``, an existing directive decides its cluster); CLEANUP's status CASes rewrite ``old``'s
+and ``new``'s statuses once the directive exists (here to any statuses). Everything else of the model writes none
+of these, which ``simulation`` checks on every reachable state, each model step being one of these steps or a
+stutter; it also checks that each broker's legacy fallback in the model (``routing.resolve`` of a record without
+attribution) is the encoding's.
 
-Both claims are strengthened by ``switch_facts``. As written the counterexamples to induction are a restart once
+The claims are strengthened by ``switch_facts``. As written the counterexamples to induction are a restart once
 the directive exists, the broker taking ``old`` at the directive's epoch (the finding
-``restarted-broker-reverts-to-old-cluster``), and a watch that moves a broker to ``new``, whose legacy fallback
-then reads the old ledger from there (``legacy-ledger-read-from-new-cluster``).
+``restarted-broker-reverts-to-old-cluster``); a watch that moves a broker to ``new``, whose legacy fallback then
+reads the old ledger from there (``legacy-ledger-read-from-new-cluster``); and the close while a broker still has
+``old`` (``lagging-broker-stalls-after-close-client``; with ``close-after-brokers-switched`` alone, a restart after
+the close: ``restarted-broker-stalls-after-close-client``).
 """
 from __future__ import annotations
 
@@ -30,16 +37,18 @@ from .obligations import Obligation, Verdict, _decide, distinct_changes, inducti
 from .pip477_registry import ABSENT, ACTIVE, NEW, OLD, STATUS, STANDBY, Cluster, Status
 from .pip477_schema import Broker
 
-RECOVER, SOURCE = "recover-from-directive", "fallback-to-source-cluster"
+RECOVER, SOURCE, SWITCHED = "recover-from-directive", "fallback-to-source-cluster", "close-after-brokers-switched"
 LEGACY_SECTION = ("PIP-477 I2; Read-Path Routing: 'resolve(LedgerInfo li)' with the 'legacy fallback' for ledgers "
                   "without the stamp")
+CLOSE_SECTION = ("PIP-477 Safety Guarantees: 'No publish/consume pause'; Phase 6.3 close-client; Wiring on Broker "
+                 "Start 2")
 SECTION = ("PIP-477 I6; Wiring on Broker Start 2: 'tier-1 -> Broker-ZK status=ACTIVE cluster ... tier-3 -> derive "
            "from bookkeeperMetadataServiceUri and auto-register as ACTIVE'; Phase 3: the watcher hot-swaps "
            "activeClusterName")
 
 
 class Vars:
-    NAMES = ("status", "directive", "target", "depoch", "source", "active", "epoch")
+    NAMES = ("status", "directive", "target", "depoch", "source", "active", "epoch", "closed")
 
     def __init__(self, tag: str):
         self.status = z3.Array(f"i6_status{tag}", Cluster, Status)
@@ -49,6 +58,7 @@ class Vars:
         self.source = z3.Const(f"i6_source{tag}", Cluster)  # the cluster ACTIVE when the directive was written
         self.active = z3.Array(f"i6_active{tag}", Broker, Cluster)
         self.epoch = z3.Array(f"i6_epoch{tag}", Broker, z3.IntSort())
+        self.closed = z3.Bool(f"i6_closed{tag}")  # the operator closed the old cluster's client
 
     def keep(self, w, *changed) -> list:
         return [getattr(w, k) == getattr(self, k) for k in self.NAMES if k not in changed]
@@ -67,6 +77,8 @@ def steps(v: Vars, w: Vars, fixes, b, c) -> dict:
                          w.source == c, *v.keep(w, "directive", "target", "depoch", "source")),
         "watch": z3.And(v.directive, w.active == z3.Store(v.active, b, v.target),
                         w.epoch == z3.Store(v.epoch, b, v.depoch), *v.keep(w, "active", "epoch")),
+        "close_client": z3.And(v.directive, z3.Not(v.closed), w.closed, *v.keep(w, "closed"),
+                               *([z3.ForAll([b], v.epoch[b] == v.depoch)] if SWITCHED in fixes else [])),
         "restart": z3.And(z3.If(no_active, z3.And(c == OLD, w.status == z3.Store(v.status, OLD, ACTIVE)),
                                 z3.And(v.status[c] == ACTIVE, w.status == v.status)),
                           w.active == z3.Store(v.active, b, recovered),
@@ -98,6 +110,13 @@ def legacy_from_old(v: Vars, fixes) -> z3.BoolRef:
     return z3.ForAll([b], fallback(v, fixes, b) == OLD)
 
 
+def old_client_unused(v: Vars, fixes) -> z3.BoolRef:
+    """I6, and once the old cluster's client is closed no broker creates ledgers with it (what no-publish-pause
+    needs of the owner: the cluster it creates on is open)."""
+    b = z3.Const("b", Broker)
+    return z3.And(i6(v, fixes), z3.Implies(v.closed, z3.ForAll([b], v.active[b] != OLD)))
+
+
 def switch_facts(v: Vars) -> z3.BoolRef:
     """Before the switch ``old`` is the one ACTIVE cluster and every broker's, at epoch 0; after it, the directive
     is to ``new`` at epoch 1, from ``old``, and a broker's epoch is 0 or the directive's; only ``old`` or ``new`` is
@@ -115,17 +134,17 @@ def init(v: Vars) -> z3.BoolRef:
     b, d = z3.Const("b", Broker), z3.Const("d", Cluster)
     return z3.And(z3.Distinct(OLD, NEW), v.status[OLD] == ACTIVE,
                   z3.ForAll([d], z3.Implies(d != OLD, v.status[d] == ABSENT)),
-                  z3.Not(v.directive), z3.ForAll([b], z3.And(v.active[b] == OLD, v.epoch[b] == 0)))
+                  z3.Not(v.directive), z3.Not(v.closed), z3.ForAll([b], z3.And(v.active[b] == OLD, v.epoch[b] == 0)))
 
 
-CLAIMS = {"I6": (i6, RECOVER), "legacy-reads-from-old": (legacy_from_old, SOURCE)}  # claim -> (statement, its fix)
+CLAIMS = {"I6": i6, "legacy-reads-from-old": legacy_from_old, "old-client-unused": old_client_unused}
 
 
 def inductive(claim: str, fixes) -> Verdict:
     """The claim, strengthened by ``switch_facts``."""
     v, w = Vars(""), Vars("'")
     b, c = z3.Const("broker", Broker), z3.Const("found", Cluster)
-    state = lambda x: z3.And(switch_facts(x), CLAIMS[claim][0](x, fixes))  # noqa: E731
+    state = lambda x: z3.And(switch_facts(x), CLAIMS[claim](x, fixes))  # noqa: E731
     return induction(init(v), state(v), state(w), steps(v, w, fixes, b, c), before=lambda m: describe(m, v),
                      after=lambda m: describe(m, w, b))
 
@@ -140,7 +159,7 @@ def describe(m: z3.ModelRef, v: Vars, step=None) -> str:
     bn = {str(x): f"b{i}" for i, x in enumerate(brokers)}
     statuses = ", ".join(f"{cn[str(x)]} {e(v.status[x])}" for x in clusters if str(e(v.status[x])) != "ABSENT")
     directive = (f"directive to {cn[str(e(v.target))]} at epoch {e(v.depoch)}" if z3.is_true(e(v.directive))
-                 else "no directive")
+                 else "no directive") + ("; old client closed" if z3.is_true(e(v.closed)) else "")
     held = ", ".join(f"{bn[str(x)]} on {cn[str(e(v.active[x]))]} at epoch {e(v.epoch[x])}" for x in brokers)
     took = "" if step is None else f" (taken by {bn.get(str(e(step)), 'a broker')})"
     return f"{{registry {statuses}; {directive}; {held}}}{took}"
@@ -148,20 +167,20 @@ def describe(m: z3.ModelRef, v: Vars, step=None) -> str:
 
 def _projection(s) -> tuple:
     """The model state's values of the encoding's variables: the two clusters' statuses, the directive's (target,
-    epoch, source) or None, and each broker's (cluster, epoch)."""
+    epoch, source) or None, each broker's (cluster, epoch), and whether the old cluster's client is closed."""
     d = s.directive
     return (s.registry.get("old", "ABSENT"), s.registry.get("new", "ABSENT"),
-            None if d is None else (d[0], d[2], d[3]), tuple((x.active, x.epoch) for x in s.brokers))
+            None if d is None else (d[0], d[2], d[3]), tuple((x.active, x.epoch) for x in s.brokers), "old" in s.closed)
 
 
 CLUSTER = {"old": OLD, "new": NEW}
 
 
 def _concrete(v: Vars, projection, bs: list) -> z3.BoolRef:
-    old, new, directive, brokers = projection
+    old, new, directive, brokers, closed = projection
     status = lambda name: ABSENT if name == "ABSENT" else STATUS[name]  # noqa: E731
     out = [v.status == z3.Store(z3.Store(z3.K(Cluster, ABSENT), OLD, status(old)), NEW, status(new)),
-           v.directive == (directive is not None)]
+           v.directive == (directive is not None), v.closed == closed]
     if directive is not None:
         out += [v.target == CLUSTER[directive[0]], v.depoch == directive[1], v.source == CLUSTER[directive[2]]]
     for b, (active, epoch) in zip(bs, brokers):
@@ -206,6 +225,12 @@ def simulation(model, pairs, steps_of=steps, fallback_of=fallback) -> list[str]:
     return out
 
 
+def registry_fixes(variant: str) -> frozenset:
+    """The fixes the model's variant applies (from the model, not re-typed)."""
+    from pulsar_verify import registry
+    return registry.model_class("pip-477").variant_named(variant).fixes
+
+
 def _claim(name: str, fixes) -> Callable[[], Verdict]:
     return lambda: inductive(name, frozenset(fixes))
 
@@ -225,4 +250,11 @@ OBLIGATIONS = [
                "cluster once there is one (I2 for those reads)", LEGACY_SECTION, _claim("legacy-reads-from-old",
                                                                                          {SOURCE}),
                with_fix("pip-477", SOURCE)),
+    *[Obligation("pip-477", "old-client-unused-inductive", "I6, and once the old cluster's client is closed no broker "
+                 f"has it as its active cluster, for any number of brokers and clusters ({how})", CLOSE_SECTION,
+                 _claim("old-client-unused", registry_fixes(variant)), (variant,))
+      for variant, how in (("as-written", "closed once no handle is open"),
+                           (SWITCHED, "closed once every broker applied the directive"),
+                           ("all-fixes", "closed once every broker applied the directive, a restart taking the "
+                                         "directive's target"))],
 ]

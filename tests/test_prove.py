@@ -114,6 +114,9 @@ def test_obligation_verdicts():
         ("pip-477", "I6-inductive", ("recover-from-directive", "all-fixes")): PROVED,
         ("pip-477", "legacy-reads-from-old-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "legacy-reads-from-old-inductive", ("fallback-to-source-cluster", "all-fixes")): PROVED,
+        ("pip-477", "old-client-unused-inductive", ("as-written",)): VIOLATED,
+        ("pip-477", "old-client-unused-inductive", ("close-after-brokers-switched",)): VIOLATED,
+        ("pip-477", "old-client-unused-inductive", ("all-fixes",)): PROVED,
         ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
         ("pip-477", "I9", ("as-written",)): PROVED,
@@ -520,7 +523,8 @@ def test_the_dispatch_proofs_fail_as_written_where_the_findings_do_and_broken_st
 
 
 ACTIVE_CASES = [("as-written", "restart"), ("recover-from-directive", "restart"), ("all-fixes", "close-restart"),
-                ("as-written", "legacy"), ("fallback-to-source-cluster", "legacy"),
+                ("as-written", "legacy"), ("fallback-to-source-cluster", "legacy"), ("as-written", "close-lagging"),
+                ("close-after-brokers-switched", "close-lagging"),
                 *([("as-written", "close-restart"), ("recover-from-directive", "close-restart"),
                    ("all-fixes", "legacy")] if NIGHTLY else [])]
 
@@ -533,13 +537,16 @@ def test_the_active_cluster_encoding_simulates_the_pip477_model_on_every_reachab
 
 def test_the_active_cluster_proofs_fail_as_written_where_the_findings_do_and_drifts_are_caught():
     """As written the counterexamples to induction are a restart after the switch taking the old cluster at the
-    directive's epoch, and a watch moving a broker to the new cluster (its legacy fallback); an encoding whose
+    directive's epoch, a watch moving a broker to the new cluster (its legacy fallback), and the old client closed
+    while a broker lags (with close-after-brokers-switched alone: a restart after the close); an encoding whose
     watch forgets the epoch, or whose fallback ignores the fix, misses the model's."""
     cti = verdict_of("pip-477", "I6-inductive", ("as-written",))
     assert cti.status == VIOLATED and "--restart-->" in cti.detail
     assert re.search(r"(b\d+) on old at epoch 1", cti.detail.split("--restart-->")[1])
     cti = verdict_of("pip-477", "legacy-reads-from-old-inductive", ("as-written",))
     assert cti.status == VIOLATED and "--watch-->" in cti.detail
+    assert "--close_client-->" in verdict_of("pip-477", "old-client-unused-inductive", ("as-written",)).detail
+    assert "--restart-->" in verdict_of("pip-477", "old-client-unused-inductive", (zact.SWITCHED,)).detail
 
     def drifted(v, w, fixes, b, c):
         out = zact.steps(v, w, fixes, b, c)
