@@ -430,6 +430,26 @@ def distinct_changes(pairs, projection: Callable):
             yield s, a, t, change
 
 
+def one_of(facts: list, steps) -> z3.CheckSatResult:
+    """``sat`` if one of the transition formulas ``steps`` holds together with ``facts`` (each decided on its own:
+    Z3 decides each at once, their disjunction only slowly), else ``unknown`` if some answer was, else ``unsat``."""
+    answer = z3.unsat
+    for step in steps:
+        got = _decide(*facts, step)[0]
+        if got == z3.sat:
+            return got
+        if got == z3.unknown:
+            answer = got
+    return answer
+
+
+def not_simulated(a, what: str, answer) -> list[str]:
+    """The problem a simulation check reports for the model's transition ``a`` when ``answer`` is not ``sat``."""
+    if answer == z3.sat:
+        return []
+    return [f"{a}: {what}" + (" (Z3 answered unknown)" if answer == z3.unknown else "")]
+
+
 def agreement(pre, step, post, allowed=None, show: Callable[[z3.ModelRef], str] | None = None) -> list[str]:
     """How a transition formula ``step`` disagrees with one concrete transition of the Python
     model: from ``pre`` it must admit ``post``, and nothing outside ``allowed`` (default: ``post``)."""

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation, Verdict, _decide, distinct_changes, inductive as induction, with_fix
+from .obligations import (Obligation, Verdict, distinct_changes, inductive as induction, not_simulated, one_of,
+                          with_fix)
 from .pip473_header import ABORTED, COMMITTED, HSTATE, NONE, OPEN, HState, Txn
 
 Segment = z3.DeclareSort("TxnSegment")
@@ -241,21 +242,11 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
         t, g, e = z3.Const("txn", Txn), z3.Const("segment", Segment), z3.Const("entry", Entry)
         facts = [*named.facts, named.state(v, before), named.state(w, after), z3.Or(*[t == c for c in named.ts]),
                  z3.Or(*[g == c for c in named.gs]), *([e == named.es[bind]] if bind else [])]
-        answer = z3.unsat
-        for label, step in steps_of(v, w, model.fixes, t, g, e).items():
-            if label in labels:
-                got = _decide(*facts, step)[0]
-                if got == z3.sat:
-                    return got
-                answer = got if got == z3.unknown else answer
-        return answer
+        return one_of(facts, [step for label, step in steps_of(v, w, model.fixes, t, g, e).items() if label in labels])
 
-    def say(a, answer, what):
-        if answer != z3.sat:
-            out.append(f"{a}: {what}" + (" (Z3 answered unknown)" if answer == z3.unknown else ""))
     for s, a, t, change in distinct_changes(pairs, _projection):
-        say(a, decide(s, ("new_txn", "stop_sending", "commit", "abort", "buffer", "append", "put", "drop",
-                          "gc_header"), *change), f"no step of the encoding takes {change[0]} to {change[1]}")
+        out += not_simulated(a, f"no step of the encoding takes {change[0]} to {change[1]}", decide(
+            s, ("new_txn", "stop_sending", "commit", "abort", "buffer", "append", "put", "drop", "gc_header"), *change))
     seen = set()
     for s, a, _ in pairs:
         key = (a.param("seg"), a.param("pos")) if a.name in ("deliver", "filter") else None
@@ -265,7 +256,8 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
         if (a.name, key, state) in seen:
             continue
         seen.add((a.name, key, state))
-        say(a, decide(s, (a.name,), state, state, key), f"the encoding's dispatcher does not {a.name} it in {state}")
+        out += not_simulated(a, f"the encoding's dispatcher does not {a.name} it in {state}",
+                             decide(s, (a.name,), state, state, key))
     return out
 
 
