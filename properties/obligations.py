@@ -430,6 +430,13 @@ def distinct_changes(pairs, projection: Callable):
             yield s, a, t, change
 
 
+def universe(m: z3.ModelRef, sort, prefix: str, first: int = 1) -> tuple[list, dict]:
+    """The elements of an uninterpreted ``sort`` in a counterexample, and the names a reader sees them by:
+    ``prefix`` numbered from ``first`` (Z3's own names, ``Txn!val!3``, say nothing)."""
+    elements = m.get_universe(sort) or []
+    return elements, {str(x): f"{prefix}{i + first}" for i, x in enumerate(elements)}
+
+
 def one_of(facts: list, steps) -> z3.CheckSatResult:
     """``sat`` if one of the transition formulas ``steps`` holds together with ``facts`` (each decided on its own:
     Z3 decides each at once, their disjunction only slowly), else ``unknown`` if some answer was, else ``unsat``."""

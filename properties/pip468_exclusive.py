@@ -23,7 +23,7 @@ from __future__ import annotations
 import z3
 
 from .obligations import (Obligation, Verdict, distinct_changes, inductive as induction, not_simulated, one_of,
-                          with_fix)
+                          universe, with_fix)
 from .pip468_sessions import Broker, Consumer
 
 Segment = z3.DeclareSort("Segment")
@@ -145,10 +145,8 @@ def describe(m: z3.ModelRef, v: Vars, step=None) -> str:
     """Each consumer's persisted segments and each broker's issued writes, named c1, g1, b0, ...; with
     ``step`` (the action's broker and consumer), which of them took it."""
     e = lambda x: m.eval(x, model_completion=True)  # noqa: E731
-    consumers, segments, brokers = (m.get_universe(s) or [] for s in (Consumer, Segment, Broker))
-    name = {str(x): f"c{i + 1}" for i, x in enumerate(consumers)}
-    seg = {str(x): f"g{i + 1}" for i, x in enumerate(segments)}
-    bname = {str(x): f"b{i}" for i, x in enumerate(brokers)}
+    (consumers, name), (segments, seg), (brokers, bname) = (universe(m, *x) for x in (
+        (Consumer, "c"), (Segment, "g"), (Broker, "b", 0)))
 
     def segs(value):
         return "{" + ", ".join(seg[str(g)] for g in segments if z3.is_true(e(value[g]))) + "}"

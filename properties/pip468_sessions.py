@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import z3
 
-from .obligations import Obligation, Verdict, agreement, inductive as induction
+from .obligations import Obligation, Verdict, agreement, inductive as induction, universe
 
 Broker = z3.DeclareSort("Broker")
 Consumer = z3.DeclareSort("Consumer")
@@ -189,10 +189,7 @@ def describe(m: z3.ModelRef, v: Vars, step=None) -> str:
     """Each consumer's registration and session, the lock, and each broker's belief, members and writes;
     with ``step`` (the action's broker and consumer), which of them took it."""
     e = lambda x: m.eval(x, model_completion=True)  # noqa: E731
-    consumers = m.get_universe(Consumer) or []
-    brokers = m.get_universe(Broker) or []
-    name = {str(x): f"c{i + 1}" for i, x in enumerate(consumers)}
-    bname = {str(x): f"b{i}" for i, x in enumerate(brokers)}
+    (consumers, name), (brokers, bname) = universe(m, Consumer, "c"), universe(m, Broker, "b", 0)
 
     def those(s):
         return "{" + ", ".join(name[str(x)] for x in consumers if z3.is_true(e(s[x]))) + "}"

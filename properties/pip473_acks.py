@@ -27,7 +27,7 @@ from __future__ import annotations
 import z3
 
 from .obligations import (Obligation, Verdict, distinct_changes, inductive as induction, not_simulated, one_of,
-                          with_fix)
+                          universe, with_fix)
 from .pip473_header import ABORTED, COMMITTED, HSTATE, NONE, OPEN, HState, Txn
 
 Ack = z3.DeclareSort("Ack")
@@ -142,10 +142,7 @@ def describe(m: z3.ModelRef, v: Vars, step=None) -> str:
     """Each txn's client phase, header and decided outcome, each ack's txn, store and state, and each store's
     materialized txns, named t1, a1, s1, ...; with ``step`` (txn, ack, store), which of them took it."""
     e = lambda x: m.eval(x, model_completion=True)  # noqa: E731
-    txns, acks, stores = (m.get_universe(s) or [] for s in (Txn, Ack, Store))
-    tn = {str(x): f"t{i + 1}" for i, x in enumerate(txns)}
-    an = {str(x): f"a{i + 1}" for i, x in enumerate(acks)}
-    sn = {str(x): f"s{i + 1}" for i, x in enumerate(stores)}
+    (txns, tn), (acks, an), (stores, sn) = (universe(m, *x) for x in ((Txn, "t"), (Ack, "a"), (Store, "s")))
     txn_text = ", ".join(f"{tn[str(t)]}: {e(v.phase[t])}, header {e(v.header[t])}, decided {e(v.decided[t])}"
                          for t in txns)
     def flags(y):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import z3
 
 from .obligations import (Obligation, Verdict, distinct_changes, inductive as induction, not_simulated, one_of,
-                          with_fix)
+                          universe, with_fix)
 from .pip473_header import ABORTED, COMMITTED, HSTATE, NONE, OPEN, HState, Txn
 
 Segment = z3.DeclareSort("TxnSegment")
@@ -160,10 +160,7 @@ def describe(m: z3.ModelRef, v: Vars, step=None) -> str:
     """Each txn's header, decided outcome and sending, each segment buffer's cache and aborted set, and each
     entry's txn, segment and state, named t1, g1, e1, ...; with ``step`` (txn, segment, entry), which took it."""
     e = lambda x: m.eval(x, model_completion=True)  # noqa: E731
-    txns, segments, entries = (m.get_universe(s) or [] for s in (Txn, Segment, Entry))
-    tn = {str(x): f"t{i + 1}" for i, x in enumerate(txns)}
-    gn = {str(x): f"g{i + 1}" for i, x in enumerate(segments)}
-    en = {str(x): f"e{i + 1}" for i, x in enumerate(entries)}
+    (txns, tn), (segments, gn), (entries, en) = (universe(m, *x) for x in ((Txn, "t"), (Segment, "g"), (Entry, "e")))
     txn_text = ", ".join(f"{tn[str(t)]}: header {e(v.header[t])}, decided {e(v.decided[t])}"
                          + (", sending" if z3.is_true(e(v.sending[t])) else "") for t in txns)
 

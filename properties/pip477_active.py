@@ -34,7 +34,7 @@ from typing import Callable
 import z3
 
 from .obligations import (Obligation, Verdict, _decide, distinct_changes, inductive as induction, not_simulated, one_of,
-                          with_fix)
+                          universe, with_fix)
 from .pip477_registry import ABSENT, ACTIVE, NEW, OLD, STATUS, STANDBY, Cluster, Status
 from .pip477_schema import Broker
 
@@ -154,10 +154,10 @@ def describe(m: z3.ModelRef, v: Vars, step=None) -> str:
     """The statuses, the directive and each broker's cluster and epoch, brokers named b0, b1, ...; with ``step``
     (its broker), which broker took it."""
     e = lambda x: m.eval(x, model_completion=True)  # noqa: E731
-    clusters, brokers = (m.get_universe(s) or [] for s in (Cluster, Broker))
+    clusters = m.get_universe(Cluster) or []
     cn = {str(e(OLD)): "old", str(e(NEW)): "new"}
     cn.update({str(x): f"cluster{i}" for i, x in enumerate(clusters) if str(x) not in cn})
-    bn = {str(x): f"b{i}" for i, x in enumerate(brokers)}
+    brokers, bn = universe(m, Broker, "b", 0)
     statuses = ", ".join(f"{cn[str(x)]} {e(v.status[x])}" for x in clusters if str(e(v.status[x])) != "ABSENT")
     directive = (f"directive to {cn[str(e(v.target))]} at epoch {e(v.depoch)}" if z3.is_true(e(v.directive))
                  else "no directive") + ("; old client closed" if z3.is_true(e(v.closed)) else "")
