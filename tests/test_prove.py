@@ -117,6 +117,9 @@ def test_obligation_verdicts():
         ("pip-477", "old-client-unused-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "old-client-unused-inductive", ("close-after-brokers-switched",)): VIOLATED,
         ("pip-477", "old-client-unused-inductive", ("all-fixes",)): PROVED,
+        ("pip-477", "old-records-unrouted-inductive", ("as-written",)): VIOLATED,
+        ("pip-477", "old-records-unrouted-inductive", ("close-after-data-expires",)): VIOLATED,
+        ("pip-477", "old-records-unrouted-inductive", ("all-fixes",)): PROVED,
         ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
         ("pip-477", "I9", ("as-written",)): PROVED,
@@ -522,11 +525,12 @@ def test_the_dispatch_proofs_fail_as_written_where_the_findings_do_and_broken_st
     assert any(d.startswith("trim(") for d in zdisp.simulation(model, pairs, drifted))
 
 
-ACTIVE_CASES = [("as-written", "restart"), ("recover-from-directive", "restart"), ("all-fixes", "close-restart"),
-                ("as-written", "legacy"), ("fallback-to-source-cluster", "legacy"), ("as-written", "close-lagging"),
-                ("close-after-brokers-switched", "close-lagging"),
-                *([("as-written", "close-restart"), ("recover-from-directive", "close-restart"),
-                   ("all-fixes", "legacy")] if NIGHTLY else [])]
+ACTIVE_CASES = [("as-written", "restart"), ("recover-from-directive", "restart"), ("as-written", "legacy"),
+                ("fallback-to-source-cluster", "legacy"), ("as-written", "close-lagging"),
+                ("close-after-data-expires", "close"), ("all-fixes", "close"),
+                *([("all-fixes", "close-restart"), ("as-written", "close-restart"),
+                   ("recover-from-directive", "close-restart"), ("close-after-brokers-switched", "close-lagging"), ("all-fixes", "legacy"), ("as-written", "cursor"),
+                   ("all-fixes", "cleanup")] if NIGHTLY else [])]
 
 
 @pytest.mark.parametrize("case", ACTIVE_CASES, ids="/".join)
@@ -538,8 +542,9 @@ def test_the_active_cluster_encoding_simulates_the_pip477_model_on_every_reachab
 def test_the_active_cluster_proofs_fail_as_written_where_the_findings_do_and_drifts_are_caught():
     """As written the counterexamples to induction are a restart after the switch taking the old cluster at the
     directive's epoch, a watch moving a broker to the new cluster (its legacy fallback), and the old client closed
-    while a broker lags (with close-after-brokers-switched alone: a restart after the close); an encoding whose
-    watch forgets the epoch, or whose fallback ignores the fix, misses the model's."""
+    while a broker lags (with close-after-brokers-switched alone: a restart after the close) or a record stamped old
+    is listed (with close-after-data-expires alone: one without attribution, brokers resolving it apart); an
+    encoding whose watch forgets the epoch, or whose fallback ignores the fix, misses the model's."""
     cti = verdict_of("pip-477", "I6-inductive", ("as-written",))
     assert cti.status == VIOLATED and "--restart-->" in cti.detail
     assert re.search(r"(b\d+) on old at epoch 1", cti.detail.split("--restart-->")[1])
@@ -547,6 +552,10 @@ def test_the_active_cluster_proofs_fail_as_written_where_the_findings_do_and_dri
     assert cti.status == VIOLATED and "--watch-->" in cti.detail
     assert "--close_client-->" in verdict_of("pip-477", "old-client-unused-inductive", ("as-written",)).detail
     assert "--restart-->" in verdict_of("pip-477", "old-client-unused-inductive", (zact.SWITCHED,)).detail
+    cti = verdict_of("pip-477", "old-records-unrouted-inductive", ("as-written",)).detail
+    assert "--close_client-->" in cti and "stamped old" in cti.split("--close_client-->")[0]
+    cti = verdict_of("pip-477", "old-records-unrouted-inductive", (zact.EXPIRES,)).detail
+    assert "--close_client-->" in cti and "stamped none" in cti.split("--close_client-->")[0]
 
     def drifted(v, w, fixes, b, c):
         out = zact.steps(v, w, fixes, b, c)
