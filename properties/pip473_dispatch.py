@@ -39,7 +39,8 @@ Segment = z3.DeclareSort("TxnSegment")
 Entry = z3.DeclareSort("Entry")
 entry_txn = z3.Function("entry_txn", Entry, Txn)
 entry_segment = z3.Function("entry_segment", Entry, Segment)
-BARRIER, KEEP = "open-entry-barrier", "keep-decisions-with-data"
+BARRIER = "open-entry-barrier"
+KEEP = "keep-decisions-with-data"
 SECTION = ("PIP-473 Subscribe / dispatch: 'polls tb.getMaxReadPosition() and filters by tb.isTxnAborted(msg)'; "
            "Notification mechanism: the header cache 'kept up to date by point-watches'")
 KEEP_SECTION = ("PIP-473 GC sweep: 'verify /txn-op/<txnId>/* is empty (force-delete leftovers); delete header'; "

@@ -47,7 +47,9 @@ from .pip477_registry import ABSENT, ACTIVE, NEW, OLD, STATUS, STANDBY, Cluster,
 from .pip477_schema import Broker
 from .pip477_stamps import STAMP, STAMP_NEW, STAMP_OLD, UNSTAMPED, Ledger, Stamp
 
-RECOVER, SOURCE, SWITCHED = "recover-from-directive", "fallback-to-source-cluster", "close-after-brokers-switched"
+RECOVER = "recover-from-directive"
+SOURCE = "fallback-to-source-cluster"
+SWITCHED = "close-after-brokers-switched"
 EXPIRES = "close-after-data-expires"
 LEGACY_SECTION = ("PIP-477 I2; Read-Path Routing: 'resolve(LedgerInfo li)' with the 'legacy fallback' for ledgers "
                   "without the stamp")

@@ -461,8 +461,7 @@ def test_the_exclusive_proof_fails_as_written_on_one_registration_and_a_mutants_
 
 NO_CRASH = {"crashes": "0"}
 ACKS_CASES = [("gc-waits-for-participants", "acks", None), ("as-written", "acks", NO_CRASH),
-              *([("as-written", "acks", None), ("all-fixes", "acks", None),
-                 ("gc-waits-for-participants", "two-txns", None)] if NIGHTLY else [])]
+              *([("as-written", "acks", None), ("all-fixes", "acks", None)] if NIGHTLY else [])]
 
 
 def transitions_reached(name: str, variant: str, preset: str, overrides=None):
@@ -529,8 +528,8 @@ ACTIVE_CASES = [("as-written", "restart"), ("recover-from-directive", "restart")
                 ("fallback-to-source-cluster", "legacy"), ("as-written", "close-lagging"),
                 ("close-after-data-expires", "close"), ("all-fixes", "close"),
                 *([("all-fixes", "close-restart"), ("as-written", "close-restart"),
-                   ("recover-from-directive", "close-restart"), ("close-after-brokers-switched", "close-lagging"), ("all-fixes", "legacy"), ("as-written", "cursor"),
-                   ("all-fixes", "cleanup")] if NIGHTLY else [])]
+                   ("recover-from-directive", "close-restart"), ("close-after-brokers-switched", "close-lagging"),
+                   ("all-fixes", "legacy"), ("as-written", "cursor"), ("all-fixes", "cleanup")] if NIGHTLY else [])]
 
 
 @pytest.mark.parametrize("case", ACTIVE_CASES, ids="/".join)
