@@ -120,6 +120,12 @@ def finding_variants(model: str, presets: tuple, all_fixes: bool = True) -> tupl
     return tuple(chosen)
 
 
+def fixes_of(model: str, variant: str) -> frozenset:
+    """The fixes the model's variant applies, as the kernel computes them (never re-typed in an encoding)."""
+    from pulsar_verify import registry
+    return registry.model_class(model).variant_named(variant).fixes
+
+
 def with_fix(model: str, fix: str) -> tuple:
     """The model's fix variants (not its mutants) that apply ``fix``: the fix itself and ``all-fixes``."""
     from pulsar_verify import registry
@@ -322,8 +328,7 @@ class StepEncoding:
     @classmethod
     def fixes_of(cls, variant: str) -> frozenset:
         """The fixes the model's variant applies, as the kernel computes them (never re-typed here)."""
-        from pulsar_verify import registry
-        return registry.model_class(cls.model).variant_named(variant).fixes
+        return fixes_of(cls.model, variant)
 
     @classmethod
     def at(cls, variant: str, preset: str):

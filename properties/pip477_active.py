@@ -41,8 +41,8 @@ from typing import Callable
 
 import z3
 
-from .obligations import (Obligation, Verdict, _decide, distinct_changes, inductive as induction, not_simulated, one_of,
-                          universe, with_fix)
+from .obligations import (Obligation, Verdict, _decide, distinct_changes, fixes_of, inductive as induction,
+                          not_simulated, one_of, universe, with_fix)
 from .pip477_registry import ABSENT, ACTIVE, NEW, OLD, STATUS, STANDBY, Cluster, Status
 from .pip477_schema import Broker
 from .pip477_stamps import STAMP, STAMP_NEW, STAMP_OLD, UNSTAMPED, Ledger, Stamp
@@ -271,6 +271,7 @@ def simulation(model, pairs, steps_of=steps, fallback_of=fallback) -> list[str]:
     once per distinct change), taken by a named broker; and in each state, each broker's legacy
     fallback (``routing.resolve`` of a record without attribution) is the encoding's ``fallback``."""
     from pulsar_verify.models.pip477.routing import resolve
+    pairs = list(pairs)  # read twice: the changes, then the states
     out, fell = [], set()
     for s, a, t, change in distinct_changes(pairs, _projection):
         named = Named(len(s.brokers), {lid for side in change for lid, _ in side[-1]})
@@ -279,7 +280,7 @@ def simulation(model, pairs, steps_of=steps, fallback_of=fallback) -> list[str]:
         facts = [*named.facts, z3.Or(*[b == x for x in named.bs]), named.state(v, change[0]), named.state(w, change[1])]
         out += not_simulated(a, f"no step of the encoding takes {change[0]} to {change[1]}",
                              one_of(facts, steps_of(v, w, model.fixes, b, c).values()))
-    for s, _, _ in pairs:
+    for s in dict.fromkeys(s for s, _, _ in pairs):  # each state once, not once per transition out of it
         routes = tuple(resolve(model, s, None, i) for i in range(len(s.brokers)))
         key = (_projection(s), routes)
         if key in fell:
@@ -292,14 +293,14 @@ def simulation(model, pairs, steps_of=steps, fallback_of=fallback) -> list[str]:
     return out
 
 
-def registry_fixes(variant: str) -> frozenset:
-    """The fixes the model's variant applies (from the model, not re-typed)."""
-    from pulsar_verify import registry
-    return registry.model_class("pip-477").variant_named(variant).fixes
-
-
 def _claim(name: str, fixes) -> Callable[[], Verdict]:
     return lambda: inductive(name, frozenset(fixes))
+
+
+def _each_variant(name: str, claim: str, statement: str, section: str, hows: tuple) -> list:
+    """One obligation per (variant, how its close is guarded), the claim checked with that variant's fixes."""
+    return [Obligation("pip-477", name, f"{statement} ({how})", section, _claim(claim, fixes_of("pip-477", variant)),
+                       (variant,)) for variant, how in hows]
 
 
 OBLIGATIONS = [
@@ -317,19 +318,17 @@ OBLIGATIONS = [
                "cluster once there is one (I2 for those reads)", LEGACY_SECTION, _claim("legacy-reads-from-old",
                                                                                          {SOURCE}),
                with_fix("pip-477", SOURCE)),
-    *[Obligation("pip-477", "old-client-unused-inductive", "I6, and once the old cluster's client is closed no broker "
-                 f"has it as its active cluster, for any number of brokers and clusters ({how})", CLOSE_SECTION,
-                 _claim("old-client-unused", registry_fixes(variant)), (variant,))
-      for variant, how in (("as-written", "closed once no handle is open"),
-                           (SWITCHED, "closed once every broker applied the directive"),
-                           ("all-fixes", "closed once every broker applied the directive, a restart taking the "
-                                         "directive's target"))],
-    *[Obligation("pip-477", "old-records-unrouted-inductive", "Once the old cluster's client is closed no record "
-                 f"routes a read to the old cluster, whichever broker reads it, for any number of brokers, clusters "
-                 f"and records ({how}; I2 for the reads after the close)", EXPIRE_SECTION,
-                 _claim("old-records-unrouted", registry_fixes(variant)), (variant,))
-      for variant, how in (("as-written", "closed once no handle is open"),
-                           (EXPIRES, "closed once no record routes to it as broker 0 resolves them"),
-                           ("all-fixes", "closed once no record routes to it, a record without attribution read from "
-                                         "the source cluster"))],
+    *_each_variant("old-client-unused-inductive", "old-client-unused", "I6, and once the old cluster's client is "
+                   "closed no broker has it as its active cluster, for any number of brokers and clusters",
+                   CLOSE_SECTION, (("as-written", "closed once no handle is open"),
+                                   (SWITCHED, "closed once every broker applied the directive"),
+                                   ("all-fixes", "closed once every broker applied the directive, a restart taking the "
+                                                 "directive's target"))),
+    *_each_variant("old-records-unrouted-inductive", "old-records-unrouted", "Once the old cluster's client is closed "
+                   "no record routes a read to the old cluster, whichever broker reads it, for any number of brokers, "
+                   "clusters and records; I2 for the reads after the close", EXPIRE_SECTION,
+                   (("as-written", "closed once no handle is open"),
+                    (EXPIRES, "closed once no record routes to it as broker 0 resolves them"),
+                    ("all-fixes", "closed once no record routes to it, a record without attribution read from the "
+                                  "source cluster"))),
 ]
