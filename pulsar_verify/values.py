@@ -1,6 +1,7 @@
 """Immutable value types for model states beyond what Python ships frozen."""
 from __future__ import annotations
 
+import operator
 from types import MemberDescriptorType
 from typing import Any, Iterable
 
@@ -62,6 +63,25 @@ class FrozenMap(tuple):
 
     def __repr__(self) -> str:
         return "FrozenMap({%s})" % ", ".join(f"{k!r}: {v!r}" for k, v in self)
+
+
+def ordered(cls: type) -> type:
+    """An attrs class ordered as ``order=True`` orders it (by its fields, in declaration order, against its
+    own class only), by comparisons on an ``operator.attrgetter``: attrs' own build each side's tuple in
+    Python on every comparison, which made sorting the records of a state a visible share of a search.
+    ``!=`` is left to Python's own negation of the generated ``__eq__`` (attrs adds a Python-level one)."""
+    key = operator.attrgetter(*(f.name for f in attrs.fields(cls)))
+
+    def comparison(op):
+        def compare(self, other):
+            return op(key(self), key(other)) if other.__class__ is self.__class__ else NotImplemented
+        compare.__name__ = f"__{op.__name__}__"
+        return compare
+
+    for op in (operator.lt, operator.le, operator.gt, operator.ge):
+        setattr(cls, f"__{op.__name__}__", comparison(op))
+    del cls.__ne__
+    return cls
 
 
 _replacers: dict = {}

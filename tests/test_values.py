@@ -1,5 +1,6 @@
 """``values.replace``: the compiled copy of the slots builds exactly what the class's constructor
-builds, for every kind of value in every model's reachable states, and leaves the others to it."""
+builds, for every kind of value in every model's reachable states, and leaves the others to it; ``values.ordered``
+compares as attrs' ``order=True`` does."""
 from __future__ import annotations
 
 import sys
@@ -78,3 +79,30 @@ def test_an_unknown_field_is_refused_and_nothing_leaks():
     assert sys.getrefcount(marker) == before
     with pytest.raises(attrs.exceptions.NotAnAttrsClassError):
         values.replace((1, 2), a=1)
+
+
+def test_ordered_compares_as_attrs_order_true():
+    """``values.ordered`` (the records the models sort) orders, and tells apart, exactly as attrs'
+    ``order=True`` does, and refuses to compare with another class as it does."""
+    from itertools import product
+
+    @attrs.frozen(order=True)
+    class Slow:
+        a: int
+        b: str
+
+    @values.ordered
+    @attrs.frozen
+    class Fast:
+        a: int
+        b: str
+
+    pairs = list(product(range(3), "xy"))
+    for (p, q) in product(pairs, pairs):
+        slow, fast = (Slow(*p), Slow(*q)), (Fast(*p), Fast(*q))
+        for op in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
+            assert getattr(fast[0], op)(fast[1]) == getattr(slow[0], op)(slow[1]), (p, q, op)
+    assert sorted(Fast(*p) for p in reversed(pairs)) == [Fast(*p) for p in pairs]
+    with pytest.raises(TypeError):
+        Fast(0, "x") < (0, "x")
+    assert Fast(0, "x") != (0, "x")

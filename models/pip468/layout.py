@@ -11,6 +11,8 @@ from typing import Iterable
 
 import attrs
 
+from pulsar_verify.values import ordered
+
 HASH_MIN, HASH_MAX = 0x0000, 0xFFFF
 ACTIVE, SEALED = "ACTIVE", "SEALED"
 
@@ -19,7 +21,8 @@ class LayoutError(ValueError):
     """An operation the PIP's validation rejects (split of a sealed segment, merge of non-adjacent ones...)."""
 
 
-@attrs.frozen(order=True)
+@ordered
+@attrs.frozen
 class HashRange:
     """An inclusive ``[start, end]`` range of ``[0x0000, 0xFFFF]``."""
 

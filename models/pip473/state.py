@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import attrs
 
-from pulsar_verify.values import FrozenMap
+from pulsar_verify.values import FrozenMap, ordered
 
 OPEN, COMMITTED, ABORTED = "OPEN", "COMMITTED", "ABORTED"
 FINAL = (COMMITTED, ABORTED)
@@ -72,7 +72,8 @@ class Sub:
     filtered: frozenset = frozenset()  # positions the dispatcher skipped as aborted (ghost)
 
 
-@attrs.frozen(order=True)
+@ordered
+@attrs.frozen
 class Publish:
     """A transactional send past its header check: ``append`` -> ``put`` -> ``ack``."""
 
@@ -82,7 +83,8 @@ class Publish:
     pos: int = -1
 
 
-@attrs.frozen(order=True)
+@ordered
+@attrs.frozen
 class End:
     """An end-txn in flight at the TC: ``read`` -> ``cas`` -> ``finalize`` -> ``reply``."""
 
