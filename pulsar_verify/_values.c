@@ -1,10 +1,11 @@
-/* values.replace compiled: a copy of a slotted attrs value with some fields changed, built by
+/* values.replace and FrozenMap's lookups compiled. replace: a copy of a slotted attrs value with some fields changed, built by
  * copying its slots (an attrs __init__ sets each slot through object.__setattr__, which is most of
  * what a model step costs). Only for classes whose __init__ does nothing but store its arguments:
  * values.py decides which (describe), and replaces the others through their constructor. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <string.h>
 
 /* type -> (name -> offset dict, the offsets as a bytes of Py_ssize_t), or None for a class replaced
  * through its constructor */
@@ -100,7 +101,151 @@ static PyObject *py_setup(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* FrozenMap lookups, compiled: a scan of the (key, value) pairs comparing keys with ==, as the
+ * Python methods in values.py do (which stay as they are where nothing was compiled). Installed on
+ * the class as method descriptors, so a lookup costs no Python frame. */
+static int map_find(PyObject *map, PyObject *key, PyObject **value) {
+    Py_ssize_t n = PyTuple_GET_SIZE(map);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(map, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a FrozenMap item is not a (key, value) tuple");
+            return -1;
+        }
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(pair, 0), key, Py_EQ);
+        if (eq < 0) return -1;
+        if (eq) {
+            *value = PyTuple_GET_ITEM(pair, 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *map_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "get(key, default=None)");
+        return NULL;
+    }
+    PyObject *value;
+    int found = map_find(self, args[0], &value);
+    if (found < 0) return NULL;
+    return Py_NewRef(found ? value : (nargs == 2 ? args[1] : Py_None));
+}
+
+static PyObject *map_getitem(PyObject *self, PyObject *key) {
+    PyObject *value;
+    int found = map_find(self, key, &value);
+    if (found < 0) return NULL;
+    if (!found) {  /* KeyError(key), whose args are (key,) even when key is a tuple */
+        PyObject *exc = PyObject_CallOneArg(PyExc_KeyError, key);
+        if (exc) {
+            PyErr_SetObject(PyExc_KeyError, exc);
+            Py_DECREF(exc);
+        }
+        return NULL;
+    }
+    return Py_NewRef(value);
+}
+
+static PyObject *map_contains(PyObject *self, PyObject *key) {
+    PyObject *value;
+    int found = map_find(self, key, &value);
+    if (found < 0) return NULL;
+    return PyBool_FromLong(found);
+}
+
+static PyTypeObject *map_type;  /* FrozenMap, as install_map was given it */
+
+/* A new map of the n pairs in items (new references are taken): what FrozenMap._sorted builds */
+static PyObject *map_of(PyObject **items, Py_ssize_t n) {
+    PyObject *out = map_type->tp_alloc(map_type, n);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(out, i, Py_NewRef(items[i]));
+    return out;
+}
+
+/* The pairs of map whose key is not key (borrowed, into out, which has room for all): their number, or -1 */
+static Py_ssize_t map_others(PyObject *map, PyObject *key, PyObject **out) {
+    Py_ssize_t n = PyTuple_GET_SIZE(map), kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(map, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a FrozenMap item is not a (key, value) tuple");
+            return -1;
+        }
+        int ne = PyObject_RichCompareBool(PyTuple_GET_ITEM(pair, 0), key, Py_NE);
+        if (ne < 0) return -1;
+        if (ne) out[kept++] = pair;
+    }
+    return kept;
+}
+
+/* set(key, value): the pairs of the other keys, and (key, value) where the sort puts it: before the
+ * first pair whose key is greater (the others are sorted and their keys differ from key) */
+static PyObject *map_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "set(key, value)");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(self);
+    PyObject **items = PyMem_Malloc((n + 1) * sizeof(PyObject *));
+    if (!items) return PyErr_NoMemory();
+    PyObject *out = NULL, *pair = NULL;
+    Py_ssize_t kept = map_others(self, args[0], items), at = 0;
+    if (kept < 0) goto done;
+    for (; at < kept; at++) {
+        int lt = PyObject_RichCompareBool(args[0], PyTuple_GET_ITEM(items[at], 0), Py_LT);
+        if (lt < 0) goto done;
+        if (lt) break;
+    }
+    pair = PyTuple_Pack(2, args[0], args[1]);
+    if (!pair) goto done;
+    memmove(items + at + 1, items + at, (kept - at) * sizeof(PyObject *));
+    items[at] = pair;
+    out = map_of(items, kept + 1);
+done:
+    Py_XDECREF(pair);
+    PyMem_Free(items);
+    return out;
+}
+
+static PyObject *map_remove(PyObject *self, PyObject *key) {
+    Py_ssize_t n = PyTuple_GET_SIZE(self);
+    PyObject **items = PyMem_Malloc((n + 1) * sizeof(PyObject *));
+    if (!items) return PyErr_NoMemory();
+    Py_ssize_t kept = map_others(self, key, items);
+    PyObject *out = kept < 0 ? NULL : map_of(items, kept);
+    PyMem_Free(items);
+    return out;
+}
+
+static PyMethodDef map_methods[] = {
+    {"set", (PyCFunction)(void (*)(void))map_set, METH_FASTCALL, "The map with key set to value."},
+    {"remove", map_remove, METH_O, "The map without key."},
+    {"get", (PyCFunction)(void (*)(void))map_get, METH_FASTCALL, "The value of key, or default."},
+    {"__getitem__", map_getitem, METH_O, "The value of key; KeyError if absent."},
+    {"__contains__", map_contains, METH_O, "Whether key is a key of the map."},
+    {NULL, NULL, 0, NULL}};
+
+static PyObject *py_install_map(PyObject *self, PyObject *cls) {
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "install_map(cls): cls must be a subclass of tuple");
+        return NULL;
+    }
+    Py_XSETREF(map_type, (PyTypeObject *)Py_NewRef(cls));
+    for (PyMethodDef *d = map_methods; d->ml_name; d++) {
+        PyObject *descr = PyDescr_NewMethod((PyTypeObject *)cls, d);
+        if (!descr) return NULL;
+        int rc = PyObject_SetAttrString(cls, d->ml_name, descr);
+        Py_DECREF(descr);
+        if (rc < 0) return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"install_map", py_install_map, METH_O, "Replace a FrozenMap class's lookups, set and remove."},
     {"replace", (PyCFunction)(void (*)(void))py_replace, METH_VARARGS | METH_KEYWORDS,
      "replace(obj, **changes): obj with the named fields changed."},
     {"setup", py_setup, METH_VARARGS, "Set the functions that describe a class and replace the others."},

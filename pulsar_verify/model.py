@@ -449,6 +449,8 @@ class ComposedModel(Model):
         super().__init_subclass__(**kw)
         if "modules" in cls.__dict__ and "action_labels" not in cls.__dict__:
             cls.action_labels = tuple(sorted({name for mod in cls.modules for name in mod.APPLY}))
+        if ("actions" in cls.__dict__ or "next_state" in cls.__dict__) and "successors" not in cls.__dict__:
+            cls.successors = Model.successors  # the fused loop below would bypass the override
 
     def __init__(self, config: Config):
         super().__init__(config)

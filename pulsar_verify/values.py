@@ -126,13 +126,17 @@ def slots_of(cls: type) -> tuple | None:
     return field_slots(cls)
 
 
-try:  # compiled: a copy of the slots with the changes, where slots_of allows it
-    from ._values import replace as _compiled, setup as _setup
+try:  # compiled: a copy of the slots with the changes, where slots_of allows it; FrozenMap's lookups
+    from ._values import install_map as _install_map, replace as _compiled, setup as _setup
 except ImportError:  # no compiler where the package was installed: the constructor, slower
     _compiled = None
 
+# FrozenMap's methods as written above: what the compiled ones replace, and are tested against
+MAP_METHODS = {name: FrozenMap.__dict__[name] for name in ("get", "__getitem__", "__contains__", "set", "remove")}
+
 if _compiled is not None:
     _setup(slots_of, _replace)
+    _install_map(FrozenMap)
     replace = _compiled
 else:
     def replace(obj, **changes):
