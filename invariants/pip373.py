@@ -8,7 +8,7 @@ from pulsar_verify.model import PropertySet
 from pulsar_verify.models.pip373 import Pip373
 from pulsar_verify.models.pip373.model import FALSE, JUNK, LEGACY_TXN, TRUE, holds_txn_entry
 
-from .v4txn import (ENVIRONMENT, SEC_END, committed_never_filtered, ending, read_committed, sending,
+from .v4txn import (DELIVERY, ENVIRONMENT, SEC_END, SKIP, committed_never_filtered, ending, read_committed, sending,
                     sends_done)
 
 PROPERTIES = PropertySet()
@@ -26,18 +26,18 @@ def _txn_ever_sent(s) -> bool:
 
 PROPERTIES.action_property("read-committed",
                            "After any crash and reload, no subscription receives an aborted or still-open txn's entry",
-                           "Two Indexes exist 'to avoid consuming aborted messages or TXN in-progress messages'")(
-        read_committed)
+                           "Two Indexes exist 'to avoid consuming aborted messages or TXN in-progress messages'",
+                           on=DELIVERY)(read_committed)
 PROPERTIES.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
-                           "Two Indexes: 'aborted messages indexes'")(committed_never_filtered)
+                           "Two Indexes: 'aborted messages indexes'", on=SKIP)(committed_never_filtered)
 
 
 @PROPERTIES.action_property("txn-topic-never-skips",
                             "A topic that ever held a transactional entry never skips the rebuild",
                             "'Skip Transaction Buffer re-building Two Indexes if the topic ... does not contain TXN "
-                            "messages'")
+                            "messages'", on=("load_skip",))
 def txn_topic_never_skips(m, s, a, t):
-    return a.name != "load_skip" or not holds_txn_entry(s.logs[0])
+    return not holds_txn_entry(s.logs[0])
 
 
 @PROPERTIES.action_property("flag-never-cleared", "Once the broker has set the property true, it never goes back",
@@ -48,9 +48,9 @@ def flag_never_cleared(m, s, a, t):
 
 @PROPERTIES.action_property("flag-system-owned", "No admin or user write changes the property",
                             "'NotAllowedException when you try to set/remove a topic property named "
-                            "__contains_txn_messages'")
+                            "__contains_txn_messages'", on=("admin_update", "admin_remove"))
 def flag_system_owned(m, s, a, t):
-    return a.name not in ("admin_update", "admin_remove") or t.prop == s.prop
+    return t.prop == s.prop
 
 
 @PROPERTIES.action_property("skip-when-no-txn",
@@ -58,9 +58,9 @@ def flag_system_owned(m, s, a, t):
                             "once the broker "
                             "has written its property false",
                             "'We'd better skip Transaction Buffer re-building Two Indexes if the topic ... does not "
-                            "contain TXN messages to save resources usage'")
+                            "contain TXN messages to save resources usage'", on=LOADS)
 def skip_when_no_txn(m, s, a, t):
-    if a.name not in LOADS or _txn_ever_sent(s):
+    if _txn_ever_sent(s):
         return True
     return s.prop != (FALSE, True) or a.name == "load_skip"
 

@@ -71,8 +71,6 @@ def _target(s, a):
 
 
 def sealed_accepts_no_write(m, s, a, t):
-    if a.name != "publish":
-        return True
     seg = _target(s, a)
     topic = s.topics.get(seg)
     return s.layout.segment(seg).active and not (topic is not None and topic.terminated)
@@ -96,8 +94,6 @@ def one_writable_segment(m, s):
 
 
 def cursors_before_routing(m, s, a, t):
-    if a.name != "publish":
-        return True
     topic = s.topics.get(_target(s, a))
     return topic is not None and all(sub in topic.cursors for sub in s.created)
 
@@ -138,7 +134,7 @@ def assignment_exclusive(m, s):
 
 def reconnect_keeps_assignment(m, s, a, t):
     """The leader's assignment, and the registration writes it has issued, are as they were."""
-    if a.name != "connect" or a.param("consumer") not in s.ctrls[s.lock].members:
+    if a.param("consumer") not in s.ctrls[s.lock].members:
         return True
     before, after = s.ctrls[s.lock], t.ctrls[s.lock]
     return (after.assigned, after.writes) == (before.assigned, before.writes)
@@ -192,16 +188,16 @@ PROPERTIES.action_property("epoch-increases", "The metadata version never goes b
                            "increases the epoch", "SegmentLayout: 'epoch ... incremented on every layout change'")(
         epoch_increases)
 PROPERTIES.action_property("sealed-accepts-no-write", "No write is accepted by a segment the metadata has sealed",
-                           f"{SPLIT_WHY}: 'by the time clients see the new layout, the parent is already sealed'")(
-        sealed_accepts_no_write)
+                           f"{SPLIT_WHY}: 'by the time clients see the new layout, the parent is already sealed'",
+                           on=("publish",))(sealed_accepts_no_write)
 PROPERTIES.invariant("one-writable-segment", "For every hash, the segments a producer can be routed to (by the "
                      "metadata or a stale DAG) hold at most one writable topic",
                      f"{SPLIT_WHY}: 'There is no window where both parent and children are writable'")(
         one_writable_segment)
 PROPERTIES.action_property("cursors-before-routing", "A producer's write lands only on a segment that has a cursor "
                            "for every existing subscription",
-                           "Motivation: 'all subscription cursors exist before producers are redirected'")(
-        cursors_before_routing)
+                           "Motivation: 'all subscription cursors exist before producers are redirected'",
+                           on=("publish",))(cursors_before_routing)
 PROPERTIES.invariant("created-when-propagated", "The operator's createSubscription call succeeds only once the "
                      "subscription has been issued on every segment: no segment is still to be done after the "
                      "success", "Admin REST API, PUT .../subscriptions/{subscription}: 'The controller propagates it "
@@ -219,7 +215,8 @@ PROPERTIES.invariant("assignment-exclusive", "No segment is in two consumers' pe
         assignment_exclusive)
 PROPERTIES.action_property("reconnect-keeps-assignment", "A consumer reconnecting within its grace period changes "
                            "no assignment", "Consumer Session Lifecycle: 'resumes with the same persisted assignment "
-                           "— no rebalance, no other consumer disturbed'")(reconnect_keeps_assignment)
+                           "— no rebalance, no other consumer disturbed'", on=("connect",))(
+        reconnect_keeps_assignment)
 PROPERTIES.action_property("connection-closed-with-cause", "A stream consumer's connection is closed only by the "
                            "consumer, by a crash of its broker, or by an error reply to the registration it waits on",
                            "Consumer Session Lifecycle: 'the leader observes the consumer's connection state "

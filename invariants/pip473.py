@@ -45,20 +45,17 @@ def one_outcome(m, s):
 
 
 @PROPERTIES.action_property("read-committed",
-                            "No subscription or reader receives an entry of a txn that is not committed", SEC_DISPATCH)
+                            "No subscription or reader receives an entry of a txn that is not committed", SEC_DISPATCH,
+                            on=("deliver",))
 def read_committed(m, s, a, t):
-    if a.name != "deliver":
-        return True
     txn = s.logs[a.param("seg")][a.param("pos")]
     return txn == 0 or s.decided.get(txn) == COMMITTED
 
 
 @PROPERTIES.action_property("committed-never-filtered",
                             "No subscription or reader skips an entry of a committed txn as aborted "
-                            "(sealed segments, late subscriptions and GC included)", SEC_DISPATCH)
+                            "(sealed segments, late subscriptions and GC included)", SEC_DISPATCH, on=("filter",))
 def committed_never_filtered(m, s, a, t):
-    if a.name != "filter":
-        return True
     return s.decided.get(s.logs[a.param("seg")][a.param("pos")]) != COMMITTED
 
 
@@ -98,10 +95,8 @@ def committed_acks_not_lost(m, s):
 @PROPERTIES.action_property("no-write-after-end",
                             "A send is acknowledged to the client only while its txn's header is OPEN",
                             "Late-write race: 'The publish-path header check on the participant broker rejects "
-                            "with TxnConflict'")
+                            "with TxnConflict'", on=("pub_ack",))
 def no_write_after_end(m, s, a, t):
-    if a.name != "pub_ack":
-        return True
     h = s.headers.get(a.param("txn"))
     return h is not None and h.state == OPEN
 
@@ -129,9 +124,9 @@ _SERVED = frozenset(n for n, arrows in Pip473.sequence.items() if "Segment{seg}"
                             "While a segment's broker is down, the segment accepts no send or ack, delivers and "
                             "trims nothing, and handles no watch event: a client's request to it fails",
                             "Recovery: a restarted broker rebuilds from the store, so nothing is served from the "
-                            "in-memory state a crash lost")
+                            "in-memory state a crash lost", on=_SERVED)
 def crashed_broker_serves_nothing(m, s, a, t):
-    return a.name not in _SERVED or s.up[a.param("seg")]
+    return s.up[a.param("seg")]
 
 
 def _ending(m, s):

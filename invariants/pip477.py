@@ -31,11 +31,11 @@ def i3(m, s):
 
 
 def i4(m, s, a, t):
-    return a.name != "read_entry" or a.param("cluster") == s.own.read[1]
+    return a.param("cluster") == s.own.read[1]
 
 
 def i5(m, s, a, t):
-    return a.name != "close_client" or a.param("cluster") not in open_handles(s)
+    return a.param("cluster") not in open_handles(s)
 
 
 def i6(m, s):
@@ -66,14 +66,10 @@ def i8(m, s):
 
 
 def i9(m, s, a, t):
-    if a.name not in ("promote_cursor_handle", "promote_cursor_send"):
-        return True
     return t.cursor.business() == s.cursor.business()
 
 
 def i10(m, s, a, t):
-    if a.name not in ("promote_schema_cas", "rollback_schema"):
-        return True
     return [e.business() for e in t.schema[:len(s.schema)]] == [e.business() for e in s.schema]
 
 
@@ -98,8 +94,6 @@ def i14(m, s):
 
 
 def i15(m, s, a, t):
-    if a.name not in ("load_topic", "trim_ledger"):
-        return True
     record = s.ml[-1] if a.name == "load_topic" else s.ml[0]
     return a.param("cluster") == resolve(m, s, record[1], a.param("broker"))
 
@@ -127,15 +121,12 @@ def locator_version_bumps(m, s, a, t):
 
 
 def rollback_keeps_reads(m, s, a, t):
-    if a.name not in ("rollback_schema", "promote_cursor_handle"):
-        return True
     back = {lid for _, lid, attr in records(s) if attr == NEW} - {lid for _, lid, attr in records(t) if attr == NEW}
     return all(readable(s, OLD, lid) for lid in back)
 
 
 def rollback_keeps_business(m, s, a, t):
-    if s.progress is None or s.progress.phase != "rollback" or a.name not in ("rollback_schema", "rollback_delete",
-                                                                             "promote_cursor_handle", "rollback_done"):
+    if s.progress is None or s.progress.phase != "rollback":
         return True
     return (t.cursor.business() == s.cursor.business()
             and [e.business() for e in t.schema] == [e.business() for e in s.schema] and t.ml == s.ml)
@@ -152,9 +143,9 @@ P.invariant("I3", "No Broker-ZK update is lost: every putSchema acknowledged is 
             "skipped its version check (lost "
             "update)", f"{TABLE} I3; Schema PROMOTE; Concurrent putSchema and PROMOTE")(i3)
 P.action_property("I4", "Every entry of one read comes through the cluster chosen when its handle was opened "
-                  "(NoSuchLedger / partial read)", f"{TABLE} I4; Read-Path Routing")(i4)
+                  "(NoSuchLedger / partial read)", f"{TABLE} I4; Read-Path Routing", on=("read_entry",))(i4)
 P.action_property("I5", "The old BK client is closed only when no handle is bound to it (cascading read failures)",
-                  f"{TABLE} I5; Phase 6.3")(i5)
+                  f"{TABLE} I5; Phase 6.3", on=("close_client",))(i5)
 P.invariant("I6", "A broker that has applied the current switch state (or restarted since) has the active cluster "
             "Broker-ZK records: the directive's target, or the ACTIVE cluster before any switch (startup anomaly)",
             f"{TABLE} I6; Wiring on Broker Start 2")(i6)
@@ -163,9 +154,11 @@ P.invariant("I7", "Every schema PositionInfo, encoded with the new field and rew
 P.invariant("I8", "A ledger routed to the new cluster after BUILD is there under the same id with every entry the "
             "old copy has, at the same entry ids (routing chaos / consumer divergence)", f"{TABLE} I8; Phase 4")(i8)
 P.action_property("I9", "Cursor PROMOTE (and its rollback) changes only the attribution entry of cursorProperties "
-                  "(consumption position lost or rewound)", f"{TABLE} I9; Cursor PROMOTE")(i9)
+                  "(consumption position lost or rewound)", f"{TABLE} I9; Cursor PROMOTE",
+                  on=("promote_cursor_handle", "promote_cursor_send"))(i9)
 P.action_property("I10", "Schema PROMOTE (and its rollback) changes only PositionInfo.properties[ATTR_KEY] "
-                  "(rollback impossible / historical reads broken)", f"{TABLE} I10; Schema PROMOTE")(i10)
+                  "(rollback impossible / historical reads broken)", f"{TABLE} I10; Schema PROMOTE",
+                  on=("promote_schema_cas", "rollback_schema"))(i10)
 P.invariant("I11", "No ledger id is handed out by both clusters' idgen (new ledger creation collides with a "
             "migrated ledgerId)", f"{TABLE} I11; Phase 2")(i11)
 
@@ -173,10 +166,11 @@ P.invariant("I11", "No ledger id is handed out by both clusters' idgen (new ledg
 @P.action_property("precheck-refuses-unadvanced-idgen", "The switch request's precheck passes only when the new "
                    "cluster's idgen is past every ledger id of the source cluster; otherwise the operator gets "
                    "HTTP 409 and nothing changes", "Phase 2: 'verifies the new cluster's /ledgers/idgen-long is "
-                   "advanced beyond max(ledgerId) of the source cluster ... failure returns HTTP 409'")
+                   "advanced beyond max(ledgerId) of the source cluster ... failure returns HTTP 409'",
+                   on=("precheck",))
 def precheck_refuses_unadvanced_idgen(m, s, a, t):
     # stated here, not through switch.idgen_advanced, which mutant:no-precheck makes always true
-    return a.name != "precheck" or t.idgen[NEW] > max(t.bk[OLD].keys(), default=0)
+    return t.idgen[NEW] > max(t.bk[OLD].keys(), default=0)
 
 
 P.invariant("I12", "Broker-ZK has exactly one cluster with status=ACTIVE (split-brain on activeClusterName)",
@@ -188,7 +182,7 @@ P.invariant("I14", "Only the directive's origin broker runs the orchestrator, so
             "(centralized)")(i14)
 P.action_property("I15", "The delete path and the first open of the last ledger on topic load route by the ledger's "
                   "attribution, not the constructor-captured client (NoSuchLedger: orphan bytes / topic load "
-                  "failure)", f"{TABLE} I15; S2")(i15)
+                  "failure)", f"{TABLE} I15; S2", on=("load_topic", "trim_ledger"))(i15)
 P.invariant("I16", "A key under the reserved _pulsar. prefix holds only what Pulsar core wrote (property collision)",
             f"{TABLE} I16; Reserved Property Key")(i16)
 P.invariant("position-not-rewound", "A consumer's acknowledged position survives topic moves and restarts: the "
@@ -217,10 +211,9 @@ def failed_ledgers_from_old_cluster(m, s):
                    "id, never because of a copy of its own that a restart interrupted or that the source outgrew "
                    "before it was recorded (such a ledger could never be moved: every retried switch fails it again)",
                    "Phase 4: 'Idempotency on LedgerExistException' ('BUILD retry / partial prior run'); Failure "
-                   "Handling: BUILD rows, 'operator can retry switch'; PROMOTE row: 'orchestrator is idempotent'")
+                   "Handling: BUILD rows, 'operator can retry switch'; PROMOTE row: 'orchestrator is idempotent'",
+                   on=("build", "build_add"))
 def build_idempotent(m, s, a, t):
-    if a.name not in ("build", "build_add"):
-        return True
     lid = a.param("ledger")
     newly = lid in t.progress.failed and lid not in s.progress.failed
     return not newly or not readable(s, OLD, lid, 0) or lid in s.allocated[NEW]
@@ -233,12 +226,15 @@ P.action_property("locator-version-bumps", "Every write of the SchemaLocator zno
     locator_version_bumps)
 P.action_property("rollback-keeps-business-znodes", "ROLLBACK leaves the business fields of the ledger list, cursor "
                   "and schema znodes byte-for-byte unchanged",
-                  "Rollout P6: 'Broker-ZK business znodes byte-for-byte unchanged'; Phase 7")(rollback_keeps_business)
+                  "Rollout P6: 'Broker-ZK business znodes byte-for-byte unchanged'; Phase 7",
+                  on=("rollback_schema", "rollback_delete", "promote_cursor_handle", "rollback_done"))(
+    rollback_keeps_business)
 
 P.action_property("rollback-keeps-reads", "ROLLBACK routes a ledger back to the old cluster only where the old "
                   "cluster can serve it when the flip is made: a schema or cursor readable on its new copy stays "
                   "readable", "Rollout P5 (Scenario A, old cluster down): 'Already-migrated Schema/Cursor still "
-                  "readable'; P6: 'reads route back to old cluster'; Phase 7")(rollback_keeps_reads)
+                  "readable'; P6: 'reads route back to old cluster'; Phase 7",
+                  on=("rollback_schema", "promote_cursor_handle"))(rollback_keeps_reads)
 
 
 def switch_unfinished(m, s):

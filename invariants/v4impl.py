@@ -38,9 +38,9 @@ for p in v4txn.PROPERTIES.items:
                             "A reader is never told a message is available when the only newer entries are those "
                             "of a transaction not yet ended on the topic, or while the topic's buffer recovers",
                             "apache/pulsar PR #21466: getLastMessageIds 'should return the max read position "
-                            "instead of lastConfirmedEntry'")
+                            "instead of lastConfirmedEntry'", on=("get_last_id",))
 def last_id_within_horizon(m, s, a, t):
-    return a.name != "get_last_id" or not t.reader.beyond
+    return not t.reader.beyond
 
 
 PROPERTIES.leads_to("told-available-reads",
@@ -84,10 +84,8 @@ def standing_ack(s, txn, topic, pos) -> bool:
                             "done, can be acknowledged again",
                             "Pulsar documentation, transactions: a message acknowledged in an aborted "
                             "transaction is redelivered; PendingAckHandleImpl: a conflict is an ack of a "
-                            "position 'already acked before' or 'in pending ack status'")
+                            "position 'already acked before' or 'in pending ack status'", on=("ack_conflict",))
 def first_ack_never_conflicts(m, s, a, t):
-    if a.name != "ack_conflict":
-        return True
     topic, pos = a.param("topic"), a.param("pos")
     return (topic, pos) in s.cursors or any(standing_ack(s, x, tp, p) for x, tp, p in s.acks_ok
                                             if (tp, p) == (topic, pos))

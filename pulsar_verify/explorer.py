@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from .fingerprint import decode, encode, fingerprint
 from .liveness import check_liveness, prepare
-from .model import DEADLOCK, Action, Model, Released
+from .model import DEADLOCK, Action, Model, Released, steps_checked
 from .results import Result, Violation
 
 
@@ -138,7 +138,7 @@ class _Worker:
         ex, model, send = self.ex, self.ex.model, self.conn.send
         key = state_key(model)
         invariants = [p.check for p in model.invariants]
-        action_props = [p.check for p in model.action_properties]
+        checks_on = steps_checked(model.action_properties)
         sometimes = [p.check for p in model.sometimes]
         goals = [(p.trigger, p.goal) for p in model.liveness] if ex.graph is not None else None
         found, numbers, seen = self.found, self.numbers, self.seen
@@ -157,8 +157,8 @@ class _Worker:
                     if n is None:
                         n = numbers[a] = len(numbers)
                         new_actions.append(a)
-                    for i, check in enumerate(action_props):
-                        if not check(model, s, a, t):
+                    for i, prop in checks_on(a.name):
+                        if not prop.check(model, s, a, t):
                             failed.append((n, i))
                     coverage[a.name] += 1
                     tf = key(t)
@@ -242,7 +242,7 @@ class Explorer:
         started = time.perf_counter()
         key = state_key(model)
         invariants = [(p, p.check) for p in model.invariants]
-        action_props = [(p, p.check) for p in model.action_properties]
+        checks_on = steps_checked(model.action_properties)
         sometimes = [(p, p.check) for p in model.sometimes]
         successors = model.successors
         is_terminal = model.is_terminal
@@ -297,8 +297,8 @@ class Explorer:
                 for a, t in succ:
                     transitions += 1
                     coverage[a.name] += 1
-                    for prop, check in action_props:
-                        if not check(model, s, a, t):
+                    for _, prop in checks_on(a.name):
+                        if not prop.check(model, s, a, t):
                             report(prop, fp, (a, t))
                     tf = key(t)
                     if graph is not None:

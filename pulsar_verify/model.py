@@ -71,11 +71,33 @@ class Property:
     goal: Callable | None = None
     fair: tuple = ()
     model: str = ""  # the model that declares it (set when the declaration is read)
+    on: frozenset = frozenset()  # an action property: the labels it constrains (empty: every step)
 
     def __reduce__(self):
         if not self.model:
             return super().__reduce__()
         return _declared_property, (self.model, self.id)
+
+
+def _only_on(labels: frozenset, fn: Callable) -> Callable:
+    """``fn`` on the steps labelled in ``labels``; every other step holds the property."""
+    def check(model, s, a, t):
+        return a.name not in labels or fn(model, s, a, t)
+    check.__name__, check.__doc__ = fn.__name__, fn.__doc__
+    return check
+
+
+def steps_checked(props: Sequence[Property]) -> Callable[[str], list]:
+    """``checks(label)``: the (index, property) of the action properties in ``props`` that constrain a step
+    labelled ``label``, computed once per label."""
+    cache: dict[str, list] = {}
+
+    def checks(label: str) -> list:
+        out = cache.get(label)
+        if out is None:
+            out = cache[label] = [(i, p) for i, p in enumerate(props) if not p.on or label in p.on]
+        return out
+    return checks
 
 
 def _declared_property(model: str, pid: str) -> "Property":
@@ -114,9 +136,14 @@ class PropertySet:
             return fn
         return register
 
-    def action_property(self, id: str, statement: str, section: str):
+    def action_property(self, id: str, statement: str, section: str, *, on: Iterable[str] = ()):
+        """Declare a predicate over (state, action, next state). ``on``: the action labels it constrains, when
+        not every step: any other step holds it (its ``check`` says so without calling ``fn``), so the explorers
+        do not evaluate it there (``steps_checked``)."""
         def register(fn: Callable[["Model", Any, Action, Any], bool]):
-            self.items.append(Property(id, statement, section, "action", fn))
+            labels = frozenset(on)
+            self.items.append(Property(id, statement, section, "action", _only_on(labels, fn) if labels else fn,
+                                       on=labels))
             return fn
         return register
 
@@ -319,8 +346,8 @@ class Model:
     @classmethod
     def check_declaration(cls, props: Sequence[Property]) -> None:
         """Every name a declaration uses is the model's own: property ids are unique, each
-        fairness set names actions the model has, and each interchangeable count is a parameter of a
-        model that implements ``canonicalize``."""
+        fairness set and each action property's ``on`` names actions the model has, and each
+        interchangeable count is a parameter of a model that implements ``canonicalize``."""
         for key in cls.interchangeable:
             if key not in cls.params:
                 raise ModelDefinitionError(f"model {cls.name}: interchangeable {key!r} is no parameter of it")
@@ -336,6 +363,10 @@ class Model:
             unknown = sorted(set(p.fair) - set(cls.action_labels))
             if unknown:
                 raise ModelDefinitionError(f"model {cls.name}: the fairness set of {p.id!r} names "
+                                           f"{', '.join(unknown)}, which the model has no action for")
+            unknown = sorted(p.on - set(cls.action_labels))
+            if unknown:
+                raise ModelDefinitionError(f"model {cls.name}: action property {p.id!r} is declared on "
                                            f"{', '.join(unknown)}, which the model has no action for")
             if p.kind == "liveness" and not p.fair:
                 raise ModelDefinitionError(f"model {cls.name}: liveness property {p.id!r} has no fair action")

@@ -73,6 +73,32 @@ def test_a_fairness_set_naming_an_unknown_action_is_an_error():
         _declare(props).declared_properties()
 
 
+def test_an_action_property_on_an_unknown_action_is_an_error():
+    props = PropertySet()
+    props.action_property("only-go", "go keeps the state", "-", on=("go", "stop"))(lambda m, s, a, t: s == t)
+    with pytest.raises(ModelDefinitionError, match="'only-go' is declared on stop, which the model has no action"):
+        _declare(props).declared_properties()
+
+
+def test_an_action_property_holds_off_its_steps_and_the_explorer_does_not_evaluate_it_there():
+    """``on`` is the property's own: its ``check`` holds on any other step without calling the function, which is
+    what lets the explorers skip it there; on its steps the function decides."""
+    from pulsar_verify.model import Action, steps_checked
+    calls = []
+
+    def go_keeps(m, s, a, t):
+        calls.append(a.name)
+        return s == t
+    props = PropertySet()
+    props.action_property("go-keeps", "go keeps the state", "-", on=("go",))(go_keeps)
+    props.action_property("every-step", "every step keeps the state", "-")(go_keeps)
+    prop, every = _declare(props, labels=("go", "stop")).declared_properties()
+    assert prop.check(None, 1, Action("stop"), 2) and calls == []
+    assert not prop.check(None, 1, Action("go"), 2) and calls == ["go"]
+    checks = steps_checked([prop, every])
+    assert checks("go") == [(0, prop), (1, every)] and checks("stop") == [(1, every)]
+
+
 def test_a_property_declared_twice_is_an_error():
     props = PropertySet()
     for _ in range(2):
