@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from .fingerprint import decode, encode, fingerprint
 from .liveness import check_liveness, prepare
-from .model import DEADLOCK, Action, Model, Released, steps_checked
+from .model import DEADLOCK, Action, Model, Released, StepChecks
 from .results import Result, Violation
 
 
@@ -138,7 +138,7 @@ class _Worker:
         ex, model, send = self.ex, self.ex.model, self.conn.send
         key = state_key(model)
         invariants = [p.check for p in model.invariants]
-        checks_on = steps_checked(model.action_properties)
+        checks_on = StepChecks(model.action_properties)
         sometimes = [p.check for p in model.sometimes]
         goals = [(p.trigger, p.goal) for p in model.liveness] if ex.graph is not None else None
         found, numbers, seen = self.found, self.numbers, self.seen
@@ -157,7 +157,7 @@ class _Worker:
                     if n is None:
                         n = numbers[a] = len(numbers)
                         new_actions.append(a)
-                    for i, prop in checks_on(a.name):
+                    for i, prop in checks_on[a.name]:
                         if not prop.check(model, s, a, t):
                             failed.append((n, i))
                     coverage[a.name] += 1
@@ -242,7 +242,7 @@ class Explorer:
         started = time.perf_counter()
         key = state_key(model)
         invariants = [(p, p.check) for p in model.invariants]
-        checks_on = steps_checked(model.action_properties)
+        checks_on = StepChecks(model.action_properties)
         sometimes = [(p, p.check) for p in model.sometimes]
         successors = model.successors
         is_terminal = model.is_terminal
@@ -280,7 +280,7 @@ class Explorer:
         transitions = 0
         result.level_sizes.append(len(frontier))
         stop = False
-        last_tick = started
+        last_tick, next_look = started, 0
         while frontier and not stop:
             if self.max_depth is not None and depth >= self.max_depth:
                 result.complete = False
@@ -294,10 +294,11 @@ class Explorer:
                     graph[fp] = edges = []
                 if not succ and not is_terminal(s):
                     report(DEADLOCK, fp)
+                transitions += len(succ)
                 for a, t in succ:
-                    transitions += 1
-                    coverage[a.name] += 1
-                    for _, prop in checks_on(a.name):
+                    name = a.name
+                    coverage[name] += 1
+                    for _, prop in checks_on[name]:
                         if not prop.check(model, s, a, t):
                             report(prop, fp, (a, t))
                     tf = key(t)
@@ -322,7 +323,8 @@ class Explorer:
                     result.complete = False
                     stop = True
                     break
-                if self.progress is not None and transitions % 4096 == 0:
+                if self.progress is not None and transitions >= next_look:  # the clock read every 4096 steps
+                    next_look = transitions + 4096
                     now = time.perf_counter()
                     if now - last_tick >= 1.0:
                         last_tick = now

@@ -87,17 +87,17 @@ def _only_on(labels: frozenset, fn: Callable) -> Callable:
     return check
 
 
-def steps_checked(props: Sequence[Property]) -> Callable[[str], list]:
-    """``checks(label)``: the (index, property) of the action properties in ``props`` that constrain a step
-    labelled ``label``, computed once per label."""
-    cache: dict[str, list] = {}
+class StepChecks(dict):
+    """``checks[label]``: the (index, property) of the action properties in ``props`` that constrain a step
+    labelled ``label``, computed on first use (a dict: the explorers' lookup per step is a subscript)."""
 
-    def checks(label: str) -> list:
-        out = cache.get(label)
-        if out is None:
-            out = cache[label] = [(i, p) for i, p in enumerate(props) if not p.on or label in p.on]
+    def __init__(self, props: Sequence[Property]):
+        super().__init__()
+        self.props = props
+
+    def __missing__(self, label: str) -> list:
+        out = self[label] = [(i, p) for i, p in enumerate(self.props) if not p.on or label in p.on]
         return out
-    return checks
 
 
 def _declared_property(model: str, pid: str) -> "Property":
@@ -139,7 +139,7 @@ class PropertySet:
     def action_property(self, id: str, statement: str, section: str, *, on: Iterable[str] = ()):
         """Declare a predicate over (state, action, next state). ``on``: the action labels it constrains, when
         not every step: any other step holds it (its ``check`` says so without calling ``fn``), so the explorers
-        do not evaluate it there (``steps_checked``)."""
+        do not evaluate it there (``StepChecks``)."""
         def register(fn: Callable[["Model", Any, Action, Any], bool]):
             labels = frozenset(on)
             self.items.append(Property(id, statement, section, "action", _only_on(labels, fn) if labels else fn,

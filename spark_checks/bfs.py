@@ -40,7 +40,7 @@ from pulsar_verify import registry
 from pulsar_verify.explorer import goal_flags, new_result, peak_rss_mb, state_key, states_along
 from pulsar_verify.fingerprint import decode, encode
 from pulsar_verify.itf import trace_document
-from pulsar_verify.model import DEADLOCK, Action, Model, UsageError, steps_checked
+from pulsar_verify.model import DEADLOCK, Action, Model, UsageError, StepChecks
 from pulsar_verify.results import Result, Violation
 from pulsar_verify.target import TargetSearch
 
@@ -198,7 +198,7 @@ def _expand(model, states, parts: int, edges: Location | None):
     """Successors of ``states`` [(fp, state)], shipped to their partitions; returns the
     transitions, coverage, deadlocks and broken action properties of the expansion."""
     fp_of = state_key(model)
-    checks_on = steps_checked(model.action_properties)
+    checks_on = StepChecks(model.action_properties)
     transitions = 0
     coverage: Counter = Counter()
     deadlocks, action_bad = [], []
@@ -215,7 +215,7 @@ def _expand(model, states, parts: int, edges: Location | None):
             transitions += 1
             coverage[a.name] += 1
             key = dump_action(a)
-            for _, prop in checks_on(a.name):
+            for _, prop in checks_on[a.name]:
                 if not prop.check(model, s, a, t):
                     action_bad.append((prop.id, fp, key))
             tf, data = fp_of(t), encode(t)

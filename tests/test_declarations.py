@@ -83,7 +83,7 @@ def test_an_action_property_on_an_unknown_action_is_an_error():
 def test_an_action_property_holds_off_its_steps_and_the_explorer_does_not_evaluate_it_there():
     """``on`` is the property's own: its ``check`` holds on any other step without calling the function, which is
     what lets the explorers skip it there; on its steps the function decides."""
-    from pulsar_verify.model import Action, steps_checked
+    from pulsar_verify.model import Action, StepChecks
     calls = []
 
     def go_keeps(m, s, a, t):
@@ -95,8 +95,8 @@ def test_an_action_property_holds_off_its_steps_and_the_explorer_does_not_evalua
     prop, every = _declare(props, labels=("go", "stop")).declared_properties()
     assert prop.check(None, 1, Action("stop"), 2) and calls == []
     assert not prop.check(None, 1, Action("go"), 2) and calls == ["go"]
-    checks = steps_checked([prop, every])
-    assert checks("go") == [(0, prop), (1, every)] and checks("stop") == [(1, every)]
+    checks = StepChecks([prop, every])
+    assert checks["go"] == [(0, prop), (1, every)] and checks["stop"] == [(1, every)]
 
 
 def test_a_property_declared_twice_is_an_error():

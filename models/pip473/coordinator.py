@@ -27,7 +27,6 @@ def actions(m, s: State):
     cfg = m.config
     for t in range(1, cfg.txns + 1):
         c = s.clients[t - 1]
-        h = s.headers.get(t)
         if c.phase == "idle":
             yield act("new_txn", txn=t)
         elif c.phase == "open" and not any(p.txn == t for p in s.publishes):
@@ -84,11 +83,16 @@ def _kept(m, s: State, txn: int) -> list:
 
 
 def _end(s: State, txn: int, origin: str) -> End:
-    return next(e for e in s.ends if e.txn == txn and e.origin == origin)
+    for e in s.ends:
+        if e.txn == txn and e.origin == origin:
+            return e
+    raise KeyError((txn, origin))
 
 
 def _replace_end(s: State, old: End, new: End | None) -> tuple:
-    ends = [e for e in s.ends if e != old] + ([new] if new is not None else [])
+    """``s.ends`` with ``old``, the end ``_end`` found there, replaced by ``new`` (a txn has at most one end per
+    origin: the client's and the timeout's are each started only when the txn has none)."""
+    ends = [e for e in s.ends if e is not old] + ([new] if new is not None else [])
     return tuple(sorted(ends))
 
 
