@@ -121,7 +121,7 @@ def run_case(case: str, repeat: int = 1) -> dict:
         model = registry.build("toy-lock", "atomic-acquire", values={"procs": 6})
     else:
         name, preset = case.split("/")
-        model = registry.build(name, "as-written", preset=preset)
+        model = registry.build(name, registry.model_class(name).variant_names()[0], preset=preset)  # as written
     # Exploration alone (on every core first, forked from a process that holds no states yet, then on one),
     # then (separately timed) with the state graph kept for liveness.
     cores = os.cpu_count() or 1
