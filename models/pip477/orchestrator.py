@@ -40,11 +40,12 @@ def actions(m, s: State):
     p = s.progress
     if p is None:
         return
+    todo = candidates(s) if p.phase == "build" else []
     for b, x in enumerate(s.brokers):
         if not (x.up and x.orchestrator):
             continue
         if p.phase == "build":
-            for lid, kind in candidates(s):
+            for lid, kind in todo:
                 if lid not in x.copies:
                     yield act("build", broker=b, ledger=lid, kind=kind)
             for lid, (_, n, dst) in x.copies.items():
@@ -62,7 +63,7 @@ def actions(m, s: State):
             for lid in p.cursors:
                 if lid not in p.sent:
                     yield act("promote_cursor_send", broker=b, ledger=lid)
-            if not candidates(s) and not promote_pending(m, s) and x.promote_read is None:
+            if not todo and not promote_pending(m, s) and x.promote_read is None:
                 yield act("start_cleanup", broker=b)
                 if s.budget.get("rollback", 0):
                     yield act("start_rollback", broker=b)
