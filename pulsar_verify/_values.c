@@ -1,7 +1,8 @@
-/* values.replace and FrozenMap's lookups compiled. replace: a copy of a slotted attrs value with some fields changed, built by
- * copying its slots (an attrs __init__ sets each slot through object.__setattr__, which is most of
- * what a model step costs). Only for classes whose __init__ does nothing but store its arguments:
- * values.py decides which (describe), and replaces the others through their constructor. */
+/* values.replace and FrozenMap's methods, compiled. replace: a copy of a slotted attrs value with some
+ * fields changed, built by copying its slots (an attrs __init__ sets each slot through
+ * object.__setattr__, which is most of what a model step costs). Only for classes whose __init__ does
+ * nothing but store its arguments: values.py decides which (describe), and replaces the others through
+ * their constructor. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -104,14 +105,19 @@ static PyObject *py_setup(PyObject *self, PyObject *args) {
 /* FrozenMap lookups, compiled: a scan of the (key, value) pairs comparing keys with ==, as the
  * Python methods in values.py do (which stay as they are where nothing was compiled). Installed on
  * the class as method descriptors, so a lookup costs no Python frame. */
+/* The i-th item of a map, or NULL (TypeError) when it is not a (key, value) pair */
+static PyObject *pair_at(PyObject *map, Py_ssize_t i) {
+    PyObject *pair = PyTuple_GET_ITEM(map, i);
+    if (PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2) return pair;
+    PyErr_SetString(PyExc_TypeError, "a FrozenMap item is not a (key, value) tuple");
+    return NULL;
+}
+
 static int map_find(PyObject *map, PyObject *key, PyObject **value) {
     Py_ssize_t n = PyTuple_GET_SIZE(map);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PyTuple_GET_ITEM(map, i);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_SetString(PyExc_TypeError, "a FrozenMap item is not a (key, value) tuple");
-            return -1;
-        }
+        PyObject *pair = pair_at(map, i);
+        if (!pair) return -1;
         int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(pair, 0), key, Py_EQ);
         if (eq < 0) return -1;
         if (eq) {
@@ -169,11 +175,8 @@ static PyObject *map_of(PyObject **items, Py_ssize_t n) {
 static Py_ssize_t map_others(PyObject *map, PyObject *key, PyObject **out) {
     Py_ssize_t n = PyTuple_GET_SIZE(map), kept = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PyTuple_GET_ITEM(map, i);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_SetString(PyExc_TypeError, "a FrozenMap item is not a (key, value) tuple");
-            return -1;
-        }
+        PyObject *pair = pair_at(map, i);
+        if (!pair) return -1;
         int ne = PyObject_RichCompareBool(PyTuple_GET_ITEM(pair, 0), key, Py_NE);
         if (ne < 0) return -1;
         if (ne) out[kept++] = pair;

@@ -80,7 +80,8 @@ def ordered(cls: type) -> type:
 
     for op in (operator.lt, operator.le, operator.gt, operator.ge):
         setattr(cls, f"__{op.__name__}__", comparison(op))
-    del cls.__ne__
+    if "__ne__" in cls.__dict__:
+        del cls.__ne__
     return cls
 
 
@@ -126,7 +127,7 @@ def slots_of(cls: type) -> tuple | None:
     return field_slots(cls)
 
 
-try:  # compiled: a copy of the slots with the changes, where slots_of allows it; FrozenMap's lookups
+try:  # compiled: a copy of the slots with the changes, where slots_of allows it; FrozenMap's methods
     from ._values import install_map as _install_map, replace as _compiled, setup as _setup
 except ImportError:  # no compiler where the package was installed: the constructor, slower
     _compiled = None
