@@ -296,14 +296,20 @@ def test_encoding_distinguishes_structurally_different_states():
 @pytest.mark.parametrize("name", registry.names())
 def test_successors_agree_with_actions_and_next_state(name):
     """``successors`` (which the explorers call, and a model or ``ComposedModel`` may fuse for speed) is
-    ``actions`` then ``next_state``, for every variant of every model, subclasses that override either included."""
+    ``actions`` then ``next_state``, for every variant of every model at its default bounds, subclasses that
+    override either included, and for its as-written and all-fixes variants at every in-process bound set (the
+    faults and crashes only larger bounds enable)."""
     cls = registry.model_class(name)
-    for variant in cls.variant_names():
-        model = registry.build(name, variant)
-        _, ex = explore(model, max_states=200)
+    names = cls.variant_names()
+    cases = [(variant, "default") for variant in names]
+    cases += [(variant, preset) for variant in (names[0], *({"all-fixes"} & set(names)))
+              for preset in cls.in_process_presets()]
+    for variant, preset in cases:
+        model = registry.build(name, variant, preset=preset)
+        _, ex = explore(model, max_states=300)
         for fp in list(ex.parents)[::3]:
             s = ex.path_to(fp)[0][-1]
-            assert model.successors(s) == [(a, model.next_state(s, a)) for a in model.actions(s)], (variant, s)
+            assert model.successors(s) == [(a, model.next_state(s, a)) for a in model.actions(s)], (variant, preset, s)
 
 
 def test_hypothesis_machine_finds_and_writes_replayable_failure(tmp_path):
