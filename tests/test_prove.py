@@ -19,9 +19,9 @@ from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
 from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdisp
 from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid, pip477_reserved as zrk
-from pulsar_verify.properties import pip477_stamps as zstamp
+from pulsar_verify.properties import pip477_rollback as zrb, pip477_stamps as zstamp
 from pulsar_verify.properties import v4txn_steps as zv4
-from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, same
+from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, inductive as induction, same
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue, shortest
@@ -120,6 +120,8 @@ def test_obligation_verdicts():
         ("pip-477", "old-records-unrouted-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "old-records-unrouted-inductive", ("close-after-data-expires",)): VIOLATED,
         ("pip-477", "old-records-unrouted-inductive", ("all-fixes",)): PROVED,
+        ("pip-477", "rollback-keeps-reads-inductive", ("as-written",)): VIOLATED,
+        ("pip-477", "rollback-keeps-reads-inductive", ("rollback-only-to-readable-old", "all-fixes")): PROVED,
         ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
         ("pip-477", "I9", ("as-written",)): PROVED,
@@ -585,6 +587,31 @@ def test_the_schema_stamps_proof_fails_as_written_on_promote_and_an_unstamped_pu
     assert cti.status == VIOLATED and "--promote_schema_cas-->" in cti.detail
     model, pairs = transitions_reached("pip-477", "mutant:stamp-after-create", "schema")
     assert any(d.startswith("put_schema_cas(") for d in zstamp.simulation(model, pairs))
+
+
+ROLLBACK_CASES = [(v, "rollback-old-down") for v in ("as-written", "rollback-only-to-readable-old", "all-fixes")]
+
+
+@pytest.mark.parametrize("case", ROLLBACK_CASES, ids="/".join)
+def test_the_rollback_encoding_simulates_the_pip477_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("pip-477", *case)
+    assert zrb.simulation(model, pairs) == []
+
+
+def test_the_rollback_proof_fails_as_written_needs_its_strengthening_and_catches_a_model_without_the_guard():
+    """As written the counterexample is ROLLBACK's flip of a promoted ledger the old cluster cannot serve; with the
+    fix the handler's guard proves the cursor's flip only given that the owner's cursor is the znode's; and the
+    model as written takes flips the fixed encoding has no step for."""
+    cti = verdict_of("pip-477", "rollback-keeps-reads-inductive", ("as-written",))
+    assert cti.status == VIOLATED and "--rollback_schema-->" in cti.detail and "readable" not in cti.detail
+    v, w, lid = zrb.Vars(""), zrb.Vars("'"), z3.Const("ledger", zrb.Ledger)
+    weak = induction(z3.Not(v.cursor_new), z3.BoolVal(True), z3.BoolVal(True), zrb.steps(v, w, {zrb.FIX}, lid),
+                     before=lambda m: zrb.describe(m, v), after=lambda m: zrb.describe(m, w),
+                     also=lambda label: zrb.reads_kept(v, w) if label in zrb.FLIPS else z3.BoolVal(True))
+    assert weak.status == VIOLATED and "--promote_cursor_handle-->" in weak.detail
+    model, pairs = transitions_reached("pip-477", "as-written", "rollback-old-down")
+    drifted = zrb.simulation(model, pairs, steps_of=lambda v, w, fixes, lid: zrb.steps(v, w, {zrb.FIX}, lid))
+    assert {d.split("(")[0] for d in drifted} == {"rollback_schema", "promote_cursor_handle"}
 
 
 SESSION_CASES = [(v, "consumer-failover") for v in ("as-written", "fenced-registrations", "all-fixes",
