@@ -17,7 +17,7 @@ from pulsar_verify.properties import layout as zl, pip373_flag as zf, pip373_ste
 from pulsar_verify.properties import pip468_exclusive as zx, pip468_layout_steps as z468l, pip468_sessions as zss
 from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
-from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdisp
+from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdisp, pip473_late_write as zlw
 from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import pip477_rollback as zrb, pip477_stamps as zstamp
 from pulsar_verify.properties import v4txn_steps as zv4
@@ -120,6 +120,8 @@ def test_obligation_verdicts():
         ("pip-477", "old-records-unrouted-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "old-records-unrouted-inductive", ("close-after-data-expires",)): VIOLATED,
         ("pip-477", "old-records-unrouted-inductive", ("all-fixes",)): PROVED,
+        ("pip-473", "no-write-after-end-inductive", ("as-written",)): VIOLATED,
+        ("pip-473", "no-write-after-end-inductive", ("recheck-before-ack", "all-fixes")): PROVED,
         ("pip-477", "rollback-keeps-reads-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "rollback-keeps-reads-inductive", ("rollback-only-to-readable-old", "all-fixes")): PROVED,
         ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
@@ -587,6 +589,23 @@ def test_the_schema_stamps_proof_fails_as_written_on_promote_and_an_unstamped_pu
     assert cti.status == VIOLATED and "--promote_schema_cas-->" in cti.detail
     model, pairs = transitions_reached("pip-477", "mutant:stamp-after-create", "schema")
     assert any(d.startswith("put_schema_cas(") for d in zstamp.simulation(model, pairs))
+
+
+LATE_WRITE_CASES = [("as-written", "default"), ("recheck-before-ack", "default"), ("all-fixes", "faults")]
+
+
+@pytest.mark.parametrize("case", LATE_WRITE_CASES, ids="/".join)
+def test_the_late_write_encoding_simulates_the_pip473_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("pip-473", *case)
+    assert zlw.simulation(model, pairs) == []
+
+
+def test_the_late_write_proof_fails_as_written_on_the_ack_and_a_model_acking_a_decided_txn_is_caught():
+    cti = verdict_of("pip-473", "no-write-after-end-inductive", ("as-written",))
+    assert cti.status == VIOLATED and "--pub_ack-->" in cti.detail and "header OPEN" not in cti.detail
+    model, pairs = transitions_reached("pip-473", "as-written", "default")
+    drifted = zlw.simulation(model, pairs, steps_of=lambda v, w, fixes, t: zlw.steps(v, w, {zlw.FIX}, t))
+    assert drifted and all(d.startswith("pub_ack(") for d in drifted)
 
 
 ROLLBACK_CASES = [(v, "rollback-old-down") for v in ("as-written", "rollback-only-to-readable-old", "all-fixes")]
