@@ -82,6 +82,13 @@ def inductive(init, inv, inv_next, steps: dict, before: Callable[[z3.ModelRef], 
     return Verdict(PROVED)
 
 
+def vacuous_steps(inv, steps: dict) -> list[str]:
+    """The labels of the steps no state satisfying ``inv`` can take (or Z3 cannot say it can): an induction proof
+    over them holds whatever they claim, so a step that is never enabled is a defect of the encoding (a change that
+    contradicts a frame condition, say)."""
+    return [label for label, step in steps.items() if _decide(inv, step, seeds=range(8), timeout_ms=5000)[0] != z3.sat]
+
+
 @lru_cache(maxsize=None)
 def explored(model: str, variant: str, preset: str):
     """The explorer's result for the model's variant at ``preset``, computed once: the encodings read
@@ -477,13 +484,15 @@ def agreement(pre, step, post, allowed=None, show: Callable[[z3.ModelRef], str] 
     return out
 
 
-def _decide(*facts, seeds=(0, 1, 2, 3)):
+def _decide(*facts, seeds=(0, 1, 2, 3), timeout_ms: int | None = None):
     """sat or unsat for ``facts``, with its model when sat. On a formula with array lambdas Z3 may
     answer unknown (incomplete quantifiers) under one random seed and decide under another; only
     an answer under every seed tried stays unknown."""
     for seed in seeds:
         solver = z3.Solver()
         solver.set("random_seed", seed)
+        if timeout_ms is not None:
+            solver.set("timeout", timeout_ms)
         solver.add(*facts)
         answer = solver.check()
         if answer != z3.unknown:

@@ -15,13 +15,14 @@ from pulsar_verify.models.pip468.layout import LayoutError, SegmentLayout
 from pulsar_verify.models.pip477.state import NEW, OLD
 from pulsar_verify.properties import layout as zl, pip373_flag as zf, pip373_steps as z373, pip473_header as zh, registry
 from pulsar_verify.properties import pip468_exclusive as zx, pip468_layout_steps as z468l, pip468_sessions as zss
-from pulsar_verify.properties import pip468_steps as z468, pip477_cursor as zc
+from pulsar_verify.properties import pip468_cursors as zcur, pip468_steps as z468, pip477_cursor as zc
 from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr, pip477_schema as zs, pip477_steps as z477
 from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdisp, pip473_late_write as zlw
 from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import pip477_build as zbd, pip477_rollback as zrb, pip477_stamps as zstamp
 from pulsar_verify.properties import v4txn_steps as zv4
-from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, inductive as induction, same
+from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, inductive as induction, same, \
+    vacuous_steps
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue, shortest
@@ -120,6 +121,8 @@ def test_obligation_verdicts():
         ("pip-477", "old-records-unrouted-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "old-records-unrouted-inductive", ("close-after-data-expires",)): VIOLATED,
         ("pip-477", "old-records-unrouted-inductive", ("all-fixes",)): PROVED,
+        ("pip-468", "cursors-before-routing-inductive", ("as-written",)): VIOLATED,
+        ("pip-468", "cursors-before-routing-inductive", ("subs-in-metadata", "all-fixes")): PROVED,
         ("pip-473", "no-write-after-end-inductive", ("as-written",)): VIOLATED,
         ("pip-473", "no-write-after-end-inductive", ("recheck-before-ack", "all-fixes")): PROVED,
         ("pip-477", "rollback-keeps-reads-inductive", ("as-written",)): VIOLATED,
@@ -591,6 +594,53 @@ def test_the_schema_stamps_proof_fails_as_written_on_promote_and_an_unstamped_pu
     assert cti.status == VIOLATED and "--promote_schema_cas-->" in cti.detail
     model, pairs = transitions_reached("pip-477", "mutant:stamp-after-create", "schema")
     assert any(d.startswith("put_schema_cas(") for d in zstamp.simulation(model, pairs))
+
+
+CURSOR_CASES = [(v, "new-sub") for v in ("as-written", "subs-in-metadata", "all-fixes")]
+CURSOR_CASES += [(v, p) for p in ("merge-new-sub", "two-new-subs", "failover") for v in ("as-written", "all-fixes")
+                 ] if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", CURSOR_CASES, ids="/".join)
+def test_the_cursors_encoding_simulates_the_pip468_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("pip-468", *case)
+    assert zcur.simulation(model, pairs) == []
+
+
+def test_the_cursors_proof_fails_as_written_on_discovery_and_catches_a_model_creating_subscriptions_beside_the_cas():
+    """As written the counterexample to induction is a split's discovery that misses a subscription the metadata
+    (the admin API) has; and the model as written creates subscriptions without the version bump the fixed encoding
+    has, which discovers without reading the parents."""
+    cti = verdict_of("pip-468", "cursors-before-routing-inductive", ("as-written",))
+    assert cti.status == VIOLATED and "--discover-->" in cti.detail
+    model, pairs = transitions_reached("pip-468", "as-written", "new-sub")
+    fixed = frozenset({zcur.FIX})
+    drifted = zcur.simulation(model, pairs, steps_of=lambda v, w, fixes, *xs: zcur.steps(v, w, fixed, *xs))
+    assert {d.split("(")[0] for d in drifted} == {"create_subscription", "discover"}
+
+
+def test_no_step_of_an_encoding_proved_by_induction_is_vacuous():
+    """Every step of these encodings can be taken from some state their invariant allows: a step whose change
+    contradicts its own frame would make any claim about it hold (how as-written createSubscription once read)."""
+    for fixes in (frozenset(), frozenset({zcur.FIX})):
+        v, w = zcur.Vars(""), zcur.Vars("'")
+        xs = (z3.Const("o", zcur.Op), z3.Const("c", zcur.Ctl), z3.Const("g", zcur.Seg), z3.Const("u", zcur.Sub))
+        assert vacuous_steps(zcur.strengthened(v), zcur.steps(v, w, fixes, *xs)) == []
+    for fixes in (frozenset(), frozenset({zbd.FIX})):
+        v, w = zbd.Vars(""), zbd.Vars("'")
+        xs = (z3.Const("b", zbd.Broker), z3.Const("l", zbd.Ledger))
+        assert vacuous_steps(zbd.strengthened(v), zbd.steps(v, w, fixes, *xs)) == []
+    for fixes in (frozenset(), frozenset({zrb.FIX})):
+        v, w = zrb.Vars(""), zrb.Vars("'")
+        assert vacuous_steps(zrb.owner_names_cursor(v), zrb.steps(v, w, fixes, z3.Const("l", zrb.Ledger))) == []
+    for fixes in (frozenset(), frozenset({zlw.FIX})):
+        v, w = zlw.Vars(""), zlw.Vars("'")
+        assert vacuous_steps(z3.BoolVal(True), zlw.steps(v, w, fixes, z3.Const("t", zlw.Txn))) == []
+    v, w = zcur.Vars(""), zcur.Vars("'")
+    broken = zcur.steps(v, w, frozenset(), z3.Const("o", zcur.Op), z3.Const("c", zcur.Ctl), z3.Const("g", zcur.Seg),
+                        z3.Const("u", zcur.Sub))
+    broken["dag_update"] = z3.And(broken["dag_update"], w.view != v.active)
+    assert vacuous_steps(zcur.strengthened(v), broken) == ["dag_update"]
 
 
 BUILD_CASES = [(v, "restart") for v in ("as-written", "recopy-own-copy", "all-fixes")]
