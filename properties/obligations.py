@@ -462,6 +462,20 @@ def one_of(facts: list, steps) -> z3.CheckSatResult:
     return answer
 
 
+def simulating(a, facts: list, steps: dict, own: tuple, last: dict) -> z3.CheckSatResult:
+    """``one_of`` the transition formulas ``steps`` (label -> formula) for the model's transition ``a``: only the one
+    of its own label when that label is in ``own`` (the steps a claim is about), else each in turn, the one that
+    simulated ``a``'s label last first (``last``, updated: most changes of a label are one step's)."""
+    names = [a.name] if a.name in own else sorted(steps, key=lambda n: n != last.get(a.name))
+    answer = z3.unsat
+    for name in names:
+        answer = one_of(facts, [steps[name]])
+        if answer == z3.sat:
+            last[a.name] = name
+            break
+    return answer
+
+
 def not_simulated(a, what: str, answer) -> list[str]:
     """The problem a simulation check reports for the model's transition ``a`` when ``answer`` is not ``sat``."""
     if answer == z3.sat:

@@ -34,7 +34,7 @@ import z3
 
 from pulsar_verify.models.pip468.state import CAS, CREATE, DISCOVER, NOTIFY, TERMINATE
 
-from .obligations import Obligation, Verdict, inductive as induction, not_simulated, one_of, universe, with_fix
+from .obligations import Obligation, Verdict, inductive as induction, not_simulated, simulating, universe, with_fix
 
 Seg, Sub, Ctl, Op = (z3.DeclareSort(f"Cursors{x}") for x in ("Segment", "Subscription", "Controller", "Operation"))
 Step, STEPS = z3.EnumSort("OpStep", (DISCOVER, CREATE, TERMINATE, CAS, NOTIFY))
@@ -257,12 +257,7 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
             continue
         seen.add(key)
         facts = _facts(v, w, change, o, c, seg, sub, len(s.ctrls))
-        names = ["publish"] if a.name == "publish" else sorted(candidates, key=lambda n: n != last.get(a.name))
-        for name in names:
-            answer = one_of(facts, [candidates[name]])
-            if answer == z3.sat:
-                last[a.name] = name
-                break
+        answer = simulating(a, facts, candidates, ("publish",), last)
         out += not_simulated(a, f"no step of the encoding takes {change[0]} to {change[1]}", answer)
     return out
 

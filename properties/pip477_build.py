@@ -29,7 +29,7 @@ import z3
 from pulsar_verify.models.pip477.routing import reachable
 from pulsar_verify.models.pip477.state import NEW, OLD
 
-from .obligations import Obligation, Verdict, inductive as induction, not_simulated, one_of, universe, with_fix
+from .obligations import Obligation, Verdict, inductive as induction, not_simulated, simulating, universe, with_fix
 
 Ledger = z3.DeclareSort("BuildLedger")
 Broker = z3.DeclareSort("BuildBroker")
@@ -209,12 +209,7 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
                  *([z3.Or(*[lid == x for x in ls])] if ls else []), z3.Or(*[b == x for x in bs]),
                  v.old_up == up, w.old_up == up_after,
                  *[f for x, (pre, post) in zip(ls, changed) for f in _pin(v, x, pre, bs) + _pin(w, x, post, bs)]]
-        names = [a.name] if a.name in BUILD else sorted(candidates, key=lambda n: n != last.get(a.name))
-        for name in names:
-            answer = one_of(facts, [candidates[name]])
-            if answer == z3.sat:
-                last[a.name] = name
-                break
+        answer = simulating(a, facts, candidates, BUILD, last)
         moves = "; ".join(f"l{i + 1} from {_show(pre)} to {_show(post)}" for i, (pre, post) in enumerate(changed))
         out += not_simulated(a, f"no step of the encoding takes {moves or 'no ledger'} (old cluster reachable: "
                                 f"{up} to {up_after})", answer)

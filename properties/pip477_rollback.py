@@ -24,8 +24,8 @@ import z3
 from pulsar_verify.models.pip477.routing import readable
 from pulsar_verify.models.pip477.state import NEW, OLD
 
-from .obligations import Obligation, Verdict, distinct_changes, inductive as induction, not_simulated, one_of, \
-    universe, with_fix
+from .obligations import (Obligation, Verdict, distinct_changes, inductive as induction, not_simulated, simulating,
+                          universe, with_fix)
 from .pip477_stamps import STAMP, STAMP_NEW, STAMP_OLD, Stamp
 
 Ledger = z3.DeclareSort("RollbackLedger")
@@ -140,6 +140,7 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
     """Each transition of the Python model that changes the encoding's variables is one of its steps (decided
     once per distinct change), a ROLLBACK step as itself, which writes no ledger-list record."""
     out = [f"{a}: ROLLBACK changes the ledger list" for s, a, t in pairs if a.name in FLIPS and s.ml != t.ml]
+    last = {}
     for s, a, t, change in distinct_changes(pairs, _projection):
         (schema, promoted, ok, cursor, _, owned), after = change
         ids = {cursor, after[3]} | {lid for lid, _ in schema + after[0]} | promoted | after[1] | ok | after[2]
@@ -148,11 +149,8 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
         v, w, lid = Vars(""), Vars("'"), z3.Const("ledger", Ledger)
         facts = [*([z3.Distinct(*ls.values())] if len(ls) > 1 else []), z3.Or(*[lid == x for x in ls.values()]),
                  _concrete(v, change[0], ls), _concrete(w, change[1], ls)]
-        candidates = steps_of(v, w, model.fixes, lid)
-        if a.name in FLIPS:
-            candidates = {a.name: candidates[a.name]}
         out += not_simulated(a, f"no step of the encoding takes {change[0]} to {change[1]}",
-                             one_of(facts, candidates.values()))
+                             simulating(a, facts, steps_of(v, w, model.fixes, lid), FLIPS, last))
     return out
 
 
