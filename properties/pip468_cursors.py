@@ -80,6 +80,15 @@ def _reload(v: Vars, w: Vars, ctl, version, active, subs) -> list:
             w.csubs == z3.Store(v.csubs, ctl, subs)]
 
 
+def _started(v: Vars, w: Vars, o, c, on, base) -> z3.BoolRef:
+    """The controller ``c`` starts the operation ``o`` (not running in ``v``) at the version ``base``: running in
+    ``w`` beside those ``on`` says, at its first step, nothing discovered or created yet."""
+    return z3.And(z3.Not(v.on[o]), ctl_of(o) == c, w.on == z3.Store(on, o, True), w.base == z3.Store(v.base, o, base),
+                  w.step == z3.Store(v.step, o, STEP[DISCOVER]),
+                  w.made == z3.Store(v.made, o, z3.K(Seg, z3.BoolVal(False))),
+                  w.found == z3.Store(v.found, o, z3.K(Sub, z3.BoolVal(False))))
+
+
 def steps(v: Vars, w: Vars, fixes, o, c, seg, sub) -> dict:
     """Each step from ``v`` to ``w``, for the operation ``o``, the controller ``c``, the segment ``seg`` and the
     subscription ``sub``."""
@@ -88,10 +97,7 @@ def steps(v: Vars, w: Vars, fixes, o, c, seg, sub) -> dict:
     at = lambda name: z3.And(v.on[o], v.step[o] == STEP[name])  # noqa: E731
     to = lambda name: w.step == z3.Store(v.step, o, STEP[name])  # noqa: E731
     after_cas = z3.Lambda([x], z3.Or(z3.And(v.active[x], z3.Not(parent(o, x))), child(o, x)))
-    fresh = z3.And(z3.Not(v.on[o]), ctl_of(o) == c, w.on == z3.Store(v.on, o, True),
-                   w.base == z3.Store(v.base, o, w.cver[c]), w.step == z3.Store(v.step, o, STEP[DISCOVER]),
-                   w.made == z3.Store(v.made, o, z3.K(Seg, z3.BoolVal(False))),
-                   w.found == z3.Store(v.found, o, z3.K(Sub, z3.BoolVal(False))))
+    fresh = _started(v, w, o, c, v.on, w.cver[c])
     cursors = z3.Lambda([y], z3.Or(v.cur[seg][y], v.found[o][y]))
     made = z3.Store(v.made[o], seg, True)
     done_pend = z3.Store(v.pend[sub], seg, False)
@@ -121,12 +127,7 @@ def steps(v: Vars, w: Vars, fixes, o, c, seg, sub) -> dict:
         "cas_conflict": z3.And(at(CAS), v.base[o] != v.version, ctl_of(o) == c,
                                *_reload(v, w, c, v.version, v.active, v.subs),
                                z3.Or(z3.And(w.on == z3.Store(v.on, o, False), *v.same(w, *ops[1:])),
-                                     z3.And(z3.Not(v.on[p]), ctl_of(p) == c, w.on == z3.Store(z3.Store(v.on, o, False),
-                                                                                              p, True),
-                                            w.base == z3.Store(v.base, p, v.version),
-                                            w.step == z3.Store(v.step, p, STEP[DISCOVER]),
-                                            w.made == z3.Store(v.made, p, z3.K(Seg, z3.BoolVal(False))),
-                                            w.found == z3.Store(v.found, p, z3.K(Sub, z3.BoolVal(False))))),
+                                     _started(v, w, p, c, z3.Store(v.on, o, False), v.version)),
                                *v.keep(w, *ops, "cver", "cactive", "csubs")),
         "notify": z3.And(at(NOTIFY), w.on == z3.Store(v.on, o, False), *v.keep(w, "on")),
         "start": z3.And(fresh, *v.keep(w, *ops)),
