@@ -449,6 +449,14 @@ def universe(m: z3.ModelRef, sort, prefix: str, first: int = 1) -> tuple[list, d
     return elements, {str(x): f"{prefix}{i + first}" for i, x in enumerate(elements)}
 
 
+def members(sort, elements) -> z3.ArrayRef:
+    """The set of ``elements`` (Z3 constants of ``sort``), as an array to booleans."""
+    arr = z3.K(sort, z3.BoolVal(False))
+    for x in elements:
+        arr = z3.Store(arr, x, True)
+    return arr
+
+
 def one_of(facts: list, steps) -> z3.CheckSatResult:
     """``sat`` if one of the transition formulas ``steps`` holds together with ``facts`` (each decided on its own:
     Z3 decides each at once, their disjunction only slowly), else ``unknown`` if some answer was, else ``unsat``."""

@@ -34,7 +34,8 @@ import z3
 
 from pulsar_verify.models.pip468.state import CAS, CREATE, DISCOVER, NOTIFY, TERMINATE
 
-from .obligations import Obligation, Verdict, inductive as induction, not_simulated, simulating, universe, with_fix
+from .obligations import (Obligation, Verdict, inductive as induction, members, not_simulated, simulating, universe,
+                          with_fix)
 
 Seg, Sub, Ctl, Op = (z3.DeclareSort(f"Cursors{x}") for x in ("Segment", "Subscription", "Controller", "Operation"))
 Step, STEPS = z3.EnumSort("OpStep", (DISCOVER, CREATE, TERMINATE, CAS, NOTIFY))
@@ -286,36 +287,29 @@ def _facts(v: Vars, w: Vars, change, o, c, seg, sub, brokers: int) -> list:
     return out
 
 
-def _set(sort, elements) -> z3.ArrayRef:
-    arr = z3.K(sort, z3.BoolVal(False))
-    for x in elements:
-        arr = z3.Store(arr, x, True)
-    return arr
-
-
 def _pin(v: Vars, side, gs, us, cs, os) -> list:
     version, active, subs, created, topics, view, ctrls, ops, subscribing = side
-    out = [v.version == version, v.active == _set(Seg, [gs[x] for x in active]),
-           v.subs == _set(Sub, [us[y] for y in subs]), v.created == _set(Sub, [us[y] for y in created]),
-           v.view == _set(Seg, [gs[x] for x in view]),
-           v.exists == _set(Seg, [gs[k] for k, _, _ in topics]),
-           v.term == _set(Seg, [gs[k] for k, term, _ in topics if term])]
-    out += [v.cur[gs[k]] == _set(Sub, [us[y] for y in cursors]) for k, _, cursors in topics]
+    out = [v.version == version, v.active == members(Seg, [gs[x] for x in active]),
+           v.subs == members(Sub, [us[y] for y in subs]), v.created == members(Sub, [us[y] for y in created]),
+           v.view == members(Seg, [gs[x] for x in view]),
+           v.exists == members(Seg, [gs[k] for k, _, _ in topics]),
+           v.term == members(Seg, [gs[k] for k, term, _ in topics if term])]
+    out += [v.cur[gs[k]] == members(Sub, [us[y] for y in cursors]) for k, _, cursors in topics]
     for ctl, (version, act, loaded) in zip(cs, ctrls):
-        out += [v.cver[ctl] == version, v.cactive[ctl] == _set(Seg, [gs[x] for x in act]),
-                v.csubs[ctl] == _set(Sub, [us[y] for y in loaded])]
+        out += [v.cver[ctl] == version, v.cactive[ctl] == members(Seg, [gs[x] for x in act]),
+                v.csubs[ctl] == members(Sub, [us[y] for y in loaded])]
     running = {op[:5]: op for op in ops}
     for k, op in os.items():
         out.append(v.on[op] == (k in running))
         if k in running:
             _, _, _, _, base, step, found, made = running[k]
-            out += [v.base[op] == base, v.step[op] == STEP[step], v.made[op] == _set(Seg, [gs[x] for x in made])]
-            out += [v.found[op] == _set(Sub, [us[y] for y in found])] if step != DISCOVER else []
+            out += [v.base[op] == base, v.step[op] == STEP[step], v.made[op] == members(Seg, [gs[x] for x in made])]
+            out += [v.found[op] == members(Sub, [us[y] for y in found])] if step != DISCOVER else []
     inflight = {y: (b, left) for y, b, left in subscribing}
     for y, u in us.items():
         out.append(v.infl[u] == (y in inflight))
         if y in inflight:
-            out += [v.prop[u] == cs[inflight[y][0]], v.pend[u] == _set(Seg, [gs[x] for x in inflight[y][1]])]
+            out += [v.prop[u] == cs[inflight[y][0]], v.pend[u] == members(Seg, [gs[x] for x in inflight[y][1]])]
     return out
 
 

@@ -24,8 +24,8 @@ import z3
 from pulsar_verify.models.pip477.routing import readable
 from pulsar_verify.models.pip477.state import NEW, OLD
 
-from .obligations import (Obligation, Verdict, distinct_changes, inductive as induction, not_simulated, simulating,
-                          universe, with_fix)
+from .obligations import (Obligation, Verdict, distinct_changes, inductive as induction, members, not_simulated,
+                          simulating, universe, with_fix)
 from .pip477_stamps import STAMP, STAMP_NEW, STAMP_OLD, Stamp
 
 Ledger = z3.DeclareSort("RollbackLedger")
@@ -124,13 +124,10 @@ def _projection(s) -> tuple:
 def _concrete(v: Vars, projection, ls: dict) -> z3.BoolRef:
     schema, promoted, readable_ids, cursor, cursor_new, owned = projection
     no = z3.K(Ledger, z3.BoolVal(False))
-    listed, stamp, promo, ok = no, z3.K(Ledger, STAMP[None]), no, no
+    listed, stamp = no, z3.K(Ledger, STAMP[None])
     for lid, attr in schema:
         listed, stamp = z3.Store(listed, ls[lid], True), z3.Store(stamp, ls[lid], STAMP[attr or None])
-    for lid in sorted(promoted):
-        promo = z3.Store(promo, ls[lid], True)
-    for lid in sorted(readable_ids):
-        ok = z3.Store(ok, ls[lid], True)
+    promo, ok = (members(Ledger, [ls[lid] for lid in sorted(ids)]) for ids in (promoted, readable_ids))
     return z3.And(v.listed == listed, v.stamp == stamp, v.promoted == promo, v.readable == ok, v.cursor == ls[cursor],
                   v.cursor_new == cursor_new, v.owned == (owned is not None),
                   *([v.owned_cursor == ls[owned]] if owned is not None else []))
