@@ -20,9 +20,10 @@ from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr
 from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdisp, pip473_late_write as zlw
 from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import pip477_build as zbd, pip477_rollback as zrb, pip477_stamps as zstamp
+from pulsar_verify.properties import pip477_position as zpos
 from pulsar_verify.properties import v4txn_steps as zv4
-from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, inductive as induction, same, \
-    vacuous_steps
+from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, fixes_of, inductive as induction, \
+    same, vacuous_steps
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue, shortest
@@ -129,6 +130,8 @@ def test_obligation_verdicts():
         ("pip-477", "rollback-keeps-reads-inductive", ("rollback-only-to-readable-old", "all-fixes")): PROVED,
         ("pip-477", "build-idempotent-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "build-idempotent-inductive", ("recopy-own-copy", "all-fixes")): PROVED,
+        ("pip-477", "position-not-rewound-inductive", ("as-written",)): VIOLATED,
+        ("pip-477", "position-not-rewound-inductive", ("all-fixes",)): PROVED,
         ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
         ("pip-477", "I9", ("as-written",)): PROVED,
@@ -636,6 +639,10 @@ def test_no_step_of_an_encoding_proved_by_induction_is_vacuous():
     for fixes in (frozenset(), frozenset({zlw.FIX})):
         v, w = zlw.Vars(""), zlw.Vars("'")
         assert vacuous_steps(z3.BoolVal(True), zlw.steps(v, w, fixes, z3.Const("t", zlw.Txn))) == []
+    for fixes in (frozenset(), fixes_of("pip-477", "all-fixes")):
+        v, w = zpos.Vars(""), zpos.Vars("'")
+        xs = (z3.Const("l", zpos.Ledger), z3.Bool("new"), z3.Int("p"))
+        assert vacuous_steps(zpos.strengthened(v, fixes), zpos.steps(v, w, fixes, *xs)) == []
     v, w = zcur.Vars(""), zcur.Vars("'")
     broken = zcur.steps(v, w, frozenset(), z3.Const("o", zcur.Op), z3.Const("c", zcur.Ctl), z3.Const("g", zcur.Seg),
                         z3.Const("u", zcur.Sub))
@@ -713,6 +720,35 @@ def test_the_rollback_proof_fails_as_written_needs_its_strengthening_and_catches
     model, pairs = transitions_reached("pip-477", "as-written", "rollback-old-down")
     drifted = zrb.simulation(model, pairs, steps_of=lambda v, w, fixes, lid: zrb.steps(v, w, {zrb.FIX}, lid))
     assert {d.split("(")[0] for d in drifted} == {"rollback_schema", "promote_cursor_handle"}
+
+
+POSITION_CASES = [("as-written", "cursor"), ("all-fixes", "cursor"), ("all-fixes", "rollback")]
+POSITION_CASES += [("all-fixes", p) for p in ("restart", "schema", "close", "old-down", "sub-property",
+                                              "rollback-old-down")] if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", POSITION_CASES, ids="/".join)
+def test_the_position_encoding_simulates_the_pip477_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("pip-477", *case)
+    assert zpos.simulation(model, pairs) == []
+
+
+def test_the_position_proof_fails_as_written_on_promote_needs_its_strengthening_and_catches_a_model_without_the_fix():
+    """As written the counterexample is PROMOTE stamping new a cursor ledger whose copy is behind the confirmed
+    position; with the fixes the claim is not inductive on its own (a markDelete through a handle the znode no longer
+    routes to); the model as written promotes and keeps writing where the fixed encoding does not; and with the cursor
+    fix alone the cursor ledger and a schema ledger PROMOTE re-stamps share an id (a rollover on the new cluster takes
+    it, or the promote comes after), which is why the claim is made for all-fixes."""
+    cti = verdict_of("pip-477", "position-not-rewound-inductive", ("as-written",))
+    assert cti.status == VIOLATED and "--promote_cursor_handle-->" in cti.detail
+    fixes = fixes_of("pip-477", "all-fixes")
+    weak = zpos.inductive(fixes, strong=lambda v, _: zpos.recovers(v))
+    assert weak.status == VIOLATED
+    model, pairs = transitions_reached("pip-477", "as-written", "cursor")
+    drifted = zpos.simulation(model, pairs, steps_of=lambda v, w, _, *xs: zpos.steps(v, w, fixes, *xs))
+    assert drifted and all(d.startswith("promote_cursor_handle(") for d in drifted)
+    model, pairs = transitions_reached("pip-477", zpos.FIX, "schema")
+    assert {d.split("(")[0] for d in zpos.simulation(model, pairs)} == {"cursor_rollover", "promote_schema_cas"}
 
 
 SESSION_CASES = [(v, "consumer-failover") for v in ("as-written", "fenced-registrations", "all-fixes",
