@@ -82,6 +82,36 @@ def inductive(init, inv, inv_next, steps: dict, before: Callable[[z3.ModelRef], 
     return Verdict(PROVED)
 
 
+def ranked(inv, pending, goal, steps: dict, helpers: dict, covers, no_worse, better,
+           before: Callable[[z3.ModelRef], str], after: Callable[[z3.ModelRef], str]) -> Verdict:
+    """``pending`` leads to ``goal`` under weak fairness, by a ranking argument from the invariant ``inv`` (proved
+    inductive on its own): from a pending state (1) every step reaches ``goal`` or stays pending at a measure
+    ``no_worse``; (2) some helper is the one to take (``covers``); (3) each helper (label -> (when, guard)) is
+    enabled whenever it is the one to take, and taking it then reaches ``goal`` or a ``better`` measure. With a
+    well-founded measure and the helpers fair, a run that never reaches ``goal`` ends at a measure it keeps, where a
+    helper stays enabled and is never taken. A failure shows the two states around the step, or the state."""
+    def around(label):
+        return lambda m: f"counterexample to progress: {before(m)} --{label}--> {after(m)}"
+    for label, step in steps.items():
+        verdict = valid(z3.Implies(z3.And(inv, pending, step), z3.Or(goal, no_worse)), show=around(label))
+        if verdict.status != PROVED:
+            return verdict
+    verdict = valid(z3.Implies(z3.And(inv, pending), covers),
+                    show=lambda m: f"no fair step is to be taken in {before(m)}")
+    if verdict.status != PROVED:
+        return verdict
+    for label, (when, guard) in helpers.items():
+        verdict = valid(z3.Implies(z3.And(inv, pending, when), guard),
+                        show=lambda m, label=label: f"{label} is to be taken but disabled in {before(m)}")
+        if verdict.status == PROVED:
+            verdict = valid(z3.Implies(z3.And(inv, pending, when, steps[label]), z3.Or(goal, better)),
+                            show=lambda m, label=label: f"{label} makes no progress: {before(m)} --{label}--> "
+                                                        f"{after(m)}")
+        if verdict.status != PROVED:
+            return verdict
+    return Verdict(PROVED)
+
+
 def vacuous_steps(inv, steps: dict) -> list[str]:
     """The labels of the steps no state satisfying ``inv`` can take (or Z3 cannot say it can): an induction proof
     over them holds whatever they claim, so a step that is never enabled is a defect of the encoding (a change that

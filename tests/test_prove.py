@@ -21,9 +21,10 @@ from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdi
 from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import pip477_build as zbd, pip477_rollback as zrb, pip477_stamps as zstamp
 from pulsar_verify.properties import pip477_position as zpos
-from pulsar_verify.properties import v4txn_steps as zv4
+from pulsar_verify.properties import v4txn_completes as zend, v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, fixes_of, inductive as induction, \
     same, vacuous_steps
+from pulsar_verify.invariants.v4txn import SYSTEM as V4_SYSTEM
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue, shortest
@@ -132,6 +133,8 @@ def test_obligation_verdicts():
         ("pip-477", "build-idempotent-inductive", ("recopy-own-copy", "all-fixes")): PROVED,
         ("pip-477", "position-not-rewound-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "position-not-rewound-inductive", ("all-fixes",)): PROVED,
+        ("v4-txn", "end-txn-completes-ranked", ("as-written",)): VIOLATED,
+        ("v4-txn", "end-txn-completes-ranked", ("off-segment-markers", "all-fixes")): PROVED,
         ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
         ("pip-477", "I9", ("as-written",)): PROVED,
@@ -720,6 +723,36 @@ def test_the_rollback_proof_fails_as_written_needs_its_strengthening_and_catches
     model, pairs = transitions_reached("pip-477", "as-written", "rollback-old-down")
     drifted = zrb.simulation(model, pairs, steps_of=lambda v, w, fixes, lid: zrb.steps(v, w, {zrb.FIX}, lid))
     assert {d.split("(")[0] for d in drifted} == {"rollback_schema", "promote_cursor_handle"}
+
+
+END_CASES = [(v, p) for v in ("as-written", "off-segment-markers") for p in ("sealed", "faults", "two-txns-sealed")]
+END_CASES += [("off-segment-markers", p) for p in ("two-txns", "acks-crash", "two-txns-acks")] if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", END_CASES, ids="/".join)
+def test_the_end_txn_encoding_simulates_the_v4_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("v4-txn", *case)
+    assert zend.simulation(model, pairs) == []
+
+
+def test_the_end_txn_ranking_fails_as_written_on_the_rejected_marker_needs_its_invariant_and_each_helper():
+    """As written a sealed topic's rejection raises the marker's rank; with the fix, the TC's answer is enabled
+    once every RPC is done only given that an ending client's txn is logged ending; a load that is never enabled
+    (``mutant:no-recover-after-crash``'s model) leaves a sent RPC stuck; the helpers are fair in the model; and the
+    model as written rejects markers the fixed encoding has no step for."""
+    cti = verdict_of("v4-txn", "end-txn-completes-ranked", ("as-written",))
+    assert cti.status == VIOLATED and "--marker_rejected-->" in cti.detail
+    fixed = {zend.FIX}
+    weak = zend.completes(fixed, invariant_of=lambda v: z3.BoolVal(True))
+    assert weak.status == VIOLATED and weak.detail.startswith("tc_end is to be taken but disabled")
+    stuck = zend.completes(fixed, helpers_of=lambda v, fixes, k: dict(
+        zend.helpers(v, fixes, k), tb_recover=(zend.helpers(v, fixes, k)["tb_recover"][0], z3.BoolVal(False))))
+    assert stuck.status == VIOLATED and stuck.detail.startswith("tb_recover is to be taken but disabled")
+    helping = zend.helpers(zend.Vars(""), fixed, z3.Const("topic", zend.Topic))
+    assert set(helping) <= set(V4_SYSTEM)
+    model, pairs = transitions_reached("v4-txn", "as-written", "sealed")
+    drifted = zend.simulation(model, pairs, steps_of=lambda v, w, _, k: zend.steps(v, w, fixed, k))
+    assert drifted and all(d.startswith("marker_rejected(") for d in drifted)
 
 
 POSITION_CASES = [("as-written", "cursor"), ("all-fixes", "cursor"), ("all-fixes", "rollback")]
