@@ -45,7 +45,7 @@ from .obligations import Obligation, Verdict, fixes_of, inductive as induction, 
 
 Ledger = z3.DeclareSort("PositionLedger")
 Attr, (A_OLD, A_NEW, A_NONE) = z3.EnumSort("CursorAttr", ("old", "new", "none"))
-ATTR = {OLD: A_OLD, NEW: A_NEW}
+ATTR = {"old": A_OLD, "new": A_NEW, "none": A_NONE}  # the stamp of a ledger named by no cluster: none or a user's
 FIX = "promote-cursor-at-copied-lac"
 RESERVED, READABLE_OLD = "reserved-keys-rejected", "rollback-only-to-readable-old"
 LOAD = ("load_topic",)  # the step the model checks the property after
@@ -118,6 +118,7 @@ def steps(v: Vars, w: Vars, fixes, lid, new, p) -> dict:
     attr_of = z3.If(new, A_NEW, A_OLD)
     routed = z3.Or(v.attr == A_OLD, v.attr == A_NEW)
     here = v.holds(v.attr == A_NEW, v.cursor)
+    recovered = z3.If(here[0], here[1], v.cursor_md)  # the cursor ledger's last entry, else the znode's position
     promote = z3.And(z3.Not(v.cleaning), z3.Not(v.rolling), v.has_new[lid], z3.Not(v.copying[lid]),
                      *([v.has_old[lid], v.top_old[lid] == v.top_new[lid]] if fixed else []))
     revert = z3.And(v.rolling, v.promoted[lid], *([v.reach_old, v.has_old[lid]] if READABLE_OLD in fixes else []))
@@ -130,8 +131,7 @@ def steps(v: Vars, w: Vars, fixes, lid, new, p) -> dict:
                                   *_owner(v, w, lid, new, lid, attr_of, p, False),
                                   *v.keep(w, *copies, "cursor", "attr", "cursor_md", "acked", *Vars.OWNER)),
         "load_topic": z3.And(z3.Not(v.owned), routed, z3.If(v.attr == A_NEW, v.reach_new, v.reach_old), w.owned,
-                             *_owner(v, w, v.cursor, v.attr == A_NEW, v.cursor, v.attr, z3.If(here[0], here[1],
-                                                                                              v.cursor_md), True),
+                             *_owner(v, w, v.cursor, v.attr == A_NEW, v.cursor, v.attr, recovered, True),
                              *v.keep(w, "owned", *Vars.OWNER)),
         # a topic unload, or the owner's restart (which also drops the copies its orchestrator ran)
         "unload": z3.And(v.owned, z3.Not(w.owned), z3.ForAll([x], z3.Implies(w.copying[x], v.copying[x])),
@@ -186,6 +186,7 @@ def recovers(v: Vars) -> z3.BoolRef:
 
 
 def strengthened(v: Vars, fixes) -> z3.BoolRef:
+    """The claim with what the protocol keeps (the module docstring says it in words)."""
     routed = z3.Or(v.attr == A_OLD, v.attr == A_NEW)
     here, handled = v.holds(v.attr == A_NEW, v.cursor), v.holds(v.handle_new, v.cursor)
     return z3.And(
@@ -243,14 +244,14 @@ def describe(m: z3.ModelRef, v: Vars) -> str:
     owner = "no owner"
     if z3.is_true(e(v.owned)):
         owner = (f"owner: markDeletes to {name(v.handle)} on {'new' if z3.is_true(e(v.handle_new)) else 'old'}"
-                 f"{' after a roll' if z3.is_true(e(v.roll)) else ''}, position {e(v.md)}, in memory "
+                 f"{' (must roll first)' if z3.is_true(e(v.roll)) else ''}, position {e(v.md)}, in memory "
                  f"{name(v.info)} stamped {e(v.info_attr)}")
     return "{" + "; ".join([cursor, f"confirmed {e(v.acked)}", *(one(x) for x in ledgers),
                             *([f"unreachable: {', '.join(down)}"] if down else []), *phase, owner]) + "}"
 
 
-def _attr(attr) -> z3.ExprRef:
-    return ATTR.get(attr, A_NONE)
+def _attr(attr) -> str:
+    return attr if attr in (OLD, NEW) else "none"
 
 
 def _views(s) -> tuple:
@@ -264,8 +265,8 @@ def _views(s) -> tuple:
     held = {c: {lid: es[-1] for lid, es in s.bk[c].items() if es} for c in (OLD, NEW)}
     ids = set(held[OLD]) | set(held[NEW]) | promoted | copying
     ledgers = {lid: (held[OLD].get(lid), held[NEW].get(lid), lid in promoted, lid in copying) for lid in ids}
-    owner = (o.cursor[1] == NEW, str(_attr(o.info.attr)), o.md, o.must_roll) if o is not None else None
-    scalars = (str(_attr(s.cursor.attr)), s.cursor.md, s.acked_md, reachable(s, OLD), reachable(s, NEW),
+    owner = (o.cursor[1] == NEW, _attr(o.info.attr), o.md, o.must_roll) if o is not None else None
+    scalars = (_attr(s.cursor.attr), s.cursor.md, s.acked_md, reachable(s, OLD), reachable(s, NEW),
                phase in ("cleanup", "done"), phase in ("rollback", "rolled-back"), owner)
     roles = (s.cursor.ledger, *((o.cursor[0], o.info.ledger) if o is not None else ()))
     return scalars, roles, ledgers
@@ -279,14 +280,13 @@ def _pin(v: Vars, x, view) -> list:
 
 def _concrete(v: Vars, scalars, roles, ls: dict) -> list:
     attr, cursor_md, acked, reach_old, reach_new, cleaning, rolling, owner = scalars
-    enum = {str(a): a for a in (A_OLD, A_NEW, A_NONE)}
-    out = [v.cursor == ls[roles[0]], v.attr == enum[attr], v.cursor_md == cursor_md, v.acked == acked,
+    out = [v.cursor == ls[roles[0]], v.attr == ATTR[attr], v.cursor_md == cursor_md, v.acked == acked,
            v.reach_old == reach_old, v.reach_new == reach_new, v.cleaning == cleaning, v.rolling == rolling,
            v.owned == (owner is not None)]
     if owner is not None:
         handle_new, info_attr, md, roll = owner
         out += [v.handle == ls[roles[1]], v.handle_new == handle_new, v.info == ls[roles[2]],
-                v.info_attr == enum[info_attr], v.md == md, v.roll == roll]
+                v.info_attr == ATTR[info_attr], v.md == md, v.roll == roll]
     return out
 
 
@@ -298,8 +298,8 @@ def _show(scalars, roles, named: list, views: list) -> str:
            *[p for p, on in (("CLEANUP", cleaning), ("ROLLBACK", rolling)) if on]]
     if owner is not None:
         handle_new, info_attr, md, roll = owner
-        out.append(f"owner writes {roles[1]} on {NEW if handle_new else OLD}{' after a roll' if roll else ''} at {md}, "
-                   f"in memory {roles[2]} stamped {info_attr}")
+        out.append(f"owner writes {roles[1]} on {NEW if handle_new else OLD}{' (must roll first)' if roll else ''} "
+                   f"at {md}, in memory {roles[2]} stamped {info_attr}")
     for x, (old, new, promoted, copying) in zip(named, views):
         held = [f"{c} to {top}" for c, top in ((OLD, old), (NEW, new)) if top is not None] or ["on no cluster"]
         out.append(f"ledger {x}: " + ", ".join(held + ["promoted"] * promoted + ["BUILD copies it"] * copying))
