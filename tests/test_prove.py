@@ -541,9 +541,8 @@ def test_the_dispatch_proofs_fail_as_written_where_the_findings_do_and_broken_st
 
 
 ACTIVE_CASES = [("as-written", "restart"), ("recover-from-directive", "restart"), ("as-written", "legacy"),
-                ("fallback-to-source-cluster", "legacy"), ("as-written", "close-lagging"),
-                ("close-after-data-expires", "close"), ("all-fixes", "close"),
-                *([("all-fixes", "close-restart"), ("as-written", "close-restart"),
+                ("fallback-to-source-cluster", "legacy"), ("close-after-data-expires", "close"), ("all-fixes", "close"),
+                *([("as-written", "close-lagging"), ("all-fixes", "close-restart"), ("as-written", "close-restart"),
                    ("recover-from-directive", "close-restart"), ("close-after-brokers-switched", "close-lagging"),
                    ("all-fixes", "legacy"), ("as-written", "cursor"), ("all-fixes", "cleanup")] if NIGHTLY else [])]
 
@@ -939,6 +938,8 @@ NOT_IN_PIP468_STEPS = {"departed-consumers-evicted", "created-when-propagated"}
 
 
 PIP468_STEP_CASES = [(module, preset) for module in (z468, z468l) for preset in module.CASES]
+# consumer-failover's two lassos (13 and 14 steps) take the solver about five minutes: the nightly run checks them
+PIP468_STEP_CI = [(module, preset) for module, preset in PIP468_STEP_CASES if NIGHTLY or preset != "consumer-failover"]
 
 
 def test_the_pip468_step_encodings_cover_every_findings_bounds():
@@ -947,7 +948,7 @@ def test_the_pip468_step_encodings_cover_every_findings_bounds():
     assert {f["bounds"] for f in findings if f["severity"] != "observation"} <= {p for _, p in PIP468_STEP_CASES}
 
 
-@pytest.mark.parametrize("module,preset", PIP468_STEP_CASES, ids=lambda x: getattr(x, "__name__", x).split(".")[-1])
+@pytest.mark.parametrize("module,preset", PIP468_STEP_CI, ids=lambda x: getattr(x, "__name__", x).split(".")[-1])
 def test_step_for_step_pip468_checking_finds_the_explorers_findings_with_their_lengths(module, preset):
     """As written, at the findings' bounds: the shortest run (or lasso) breaking each property the
     explorer reports broken has the explorer's length; each finding is among them. (The whole
