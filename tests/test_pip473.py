@@ -7,6 +7,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from pulsar_verify.models.pip473 import Pip473
 from pulsar_verify import registry
+from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue
 from pulsar_verify.hypo import PropertyFailed, machine_for
 from pulsar_verify.model import act
@@ -134,3 +135,13 @@ def test_hypothesis_finds_the_as_written_flaws_at_large_bounds(tmp_path):
                                                     database=None, deadline=None, report_multiple_bugs=False))
     traces = list(tmp_path.iterdir())
     assert traces and all(replay(t).reproduced for t in traces)
+
+
+def test_all_fixes_collects_a_txn_its_client_acks_after_the_timeout_aborted_it():
+    """Beyond the bound sets (one txn, one plain message, two transactional acks, timeouts on): an ack of a txn the
+    timeout aborted lands after the GC sweep listed its records, or after the store materialized the abort and the
+    header went. As first modelled, ``owners-reap-orphans`` reaped only what the store held in memory and
+    ``forget-collected-acks`` forgot only on the header watch: ``all-fixes`` then left the record (12 steps) or the
+    pending ack (16 steps) forever."""
+    result, _ = explore(registry.build("pip-473", "all-fixes", {"nontxn": 1, "acks": 2}))
+    assert result.complete and result.liveness_checked and result.violations == []

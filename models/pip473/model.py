@@ -30,9 +30,11 @@ FIXES = {
     "recheck-before-ack": "the send-ack re-reads the header and answers TxnConflict if it left OPEN",
     "gc-waits-for-participants": "the GC sweep never force-deletes the ack records of a committed txn",
     "keep-decisions-with-data": "write op records (and so the header) live until retention trims their entry",
-    "owners-reap-orphans": "a buffer or pending-ack store deletes its op records of a txn whose header is gone",
-    "forget-collected-acks": "a pending-ack store the header watch tells that a txn's header is gone drops the "
-                             "txn's pending acks (as written they stay, and their positions stay claimed)",
+    "owners-reap-orphans": "a buffer or pending-ack store deletes the op records its index holds of a txn whose "
+                           "header is gone",
+    "forget-collected-acks": "a pending-ack store that learns a txn's header is gone (from the header watch, or when "
+                             "an ack of the txn arrives) drops or does not keep the txn's pending acks (as written "
+                             "they stay, and their positions stay claimed)",
 }
 MUTANTS = {
     "mutant:blind-cas": "the TC's CAS ignores the version (checks header-state-machine, one-outcome)",

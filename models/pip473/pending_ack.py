@@ -41,9 +41,9 @@ def actions(m, s: State):
         for t in sorted(p.done):
             if _records(s, t, seg, sub):
                 yield act("pa_cleanup", seg=seg, sub=sub, txn=t)
-        if "owners-reap-orphans" in m.fixes:
-            for t, _ in p.acks:
-                if t not in s.headers and _records(s, t, seg, sub):
+        if "owners-reap-orphans" in m.fixes:  # the store's index, not its memory: a txn it forgot may have records
+            for t in sorted(store.acks_by_segment_subscription(s, seg, sub)):
+                if t not in s.headers:
                     yield act("pa_reap", seg=seg, sub=sub, txn=t)
 
 
@@ -71,7 +71,9 @@ def _append_ack(m, s, a, cumulative: bool):
     p = s.pending[i]
     h = s.headers.get(t)  # the text has no header check on the ack path: the record is written regardless
     hdr = p.hdr if t in p.hdr or h is None else p.hdr.set(t, h.state)
-    p = replace(p, hdr=hdr, acks=p.acks.set(t, tuple(sorted(p.acks.get(t, ()) + (pos,)))))
+    if h is not None or "forget-collected-acks" not in m.fixes:  # fix: no header, nothing to apply: not kept
+        p = replace(p, acks=p.acks.set(t, tuple(sorted(p.acks.get(t, ()) + (pos,)))))
+    p = replace(p, hdr=hdr)
     s = store.put_op(s, t, Op(ACK, seg, sub, pos, cumulative))
     c = s.clients[t - 1]
     return replace(s, pending=put(s.pending, i, p), acks_made=s.acks_made | {(t, seg, sub, pos)},
@@ -113,7 +115,8 @@ def pa_cleanup(m, s, a):
 
 
 def pa_reap(m, s, a):
-    """Fix ``owners-reap-orphans``: ack records of a txn whose header is gone."""
+    """Fix ``owners-reap-orphans``: ack records of a txn whose header is gone, found through the store's index
+    ``idx:acks-by-segment-subscription`` (a txn the store no longer holds in memory may still have records there)."""
     seg, sub, t = a.param("seg"), a.param("sub"), a.param("txn")
     i = _index(m, seg, sub)
     p = s.pending[i]
