@@ -243,12 +243,14 @@ class Pip473Steps(StepEncoding):
         """The MetadataPendingAckStore: the ack op record, the header watch that applies a commit's
         acks to the cursor (markDelete up to a cumulative ack's position), the cleanup and reap."""
         h, up, out = v["h"], v["up"], {}
+        forgets = "forget-collected-acks" in self.fixes  # an ack of a txn without a header is not kept
         for pos in range(self.size):
             for name, cumulative in (("txn_ack", False), ("txn_ack_cumulative", True)):
                 out[f"{name}({pos})"] = (
                     z3.And(v["phase"] == OPENED, v["acks"] < self.config.acks, up, v[f"received{pos}"],
                            z3.Not(v[f"acked{pos}"]), v["pa_acks"] != pos), {
-                        "pa_h": z3.If(z3.Or(v["pa_h"] != 0, h == 0), v["pa_h"], h), "pa_acks": pos, "aop": True,
+                        "pa_h": z3.If(z3.Or(v["pa_h"] != 0, h == 0), v["pa_h"], h),
+                        "pa_acks": z3.If(h == 0, v["pa_acks"], pos) if forgets else pos, "aop": True,
                         "apos": pos, "aseq": v["seq"], "acum": cumulative, "seq": v["seq"] + 1, f"made{pos}": True,
                         "acks": v["acks"] + 1})
         final = z3.And(z3.Or(h == COMMITTED, h == ABORTED), z3.Not(v["pa_done"]))
@@ -257,13 +259,12 @@ class Pip473Steps(StepEncoding):
                    for i in range(self.size)}
         out["pa_header"] = (z3.And(up, v["pa_pend"]), {
             "pa_h": h, "pa_pend": False, "pa_done": z3.Or(v["pa_done"], final),
-            "pa_acks": z3.If(z3.Or(final, h == 0) if "forget-collected-acks" in self.fixes else final, -1,
-                             v["pa_acks"]),
+            "pa_acks": z3.If(z3.Or(final, h == 0) if forgets else final, -1, v["pa_acks"]),
             **{f"acked{i}": z3.Or(v[f"acked{i}"], applied[i]) for i in range(self.size)},
             **{f"applied{i}": z3.Or(v[f"applied{i}"], applied[i]) for i in range(self.size)}})
         out["pa_cleanup"] = (z3.And(up, v["pa_done"], v["aop"]), self.delete_ack())
         if "owners-reap-orphans" in self.fixes:
-            out["pa_reap"] = (z3.And(up, v["pa_acks"] != -1, h == 0, v["aop"]),
+            out["pa_reap"] = (z3.And(up, h == 0, v["aop"]),  # found through the store's index
                               {**self.delete_ack(), "pa_acks": -1, "pa_h": 0})
         return out
 

@@ -20,10 +20,11 @@ from pulsar_verify.properties import pip473_steps as z473, pip477_registry as zr
 from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdisp, pip473_late_write as zlw
 from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import pip477_build as zbd, pip477_rollback as zrb, pip477_stamps as zstamp
-from pulsar_verify.properties import pip477_position as zpos
+from pulsar_verify.properties import pip477_position as zpos, pip473_forget as zfg
 from pulsar_verify.properties import v4txn_completes as zend, v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, fixes_of, inductive as induction, \
     same, vacuous_steps
+from pulsar_verify.invariants.pip473 import SYSTEM as PIP473_SYSTEM
 from pulsar_verify.invariants.v4txn import SYSTEM as V4_SYSTEM
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
@@ -134,6 +135,8 @@ def test_obligation_verdicts():
         ("pip-477", "position-not-rewound-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "position-not-rewound-inductive", ("all-fixes",)): PROVED,
         ("v4-txn", "end-txn-completes-ranked", ("as-written",)): VIOLATED,
+        ("pip-473", "collected-txns-leave-brokers-ranked", ("as-written",)): VIOLATED,
+        ("pip-473", "collected-txns-leave-brokers-ranked", ("forget-collected-acks", "all-fixes")): PROVED,
         ("v4-txn", "end-txn-completes-ranked", ("off-segment-markers", "all-fixes")): PROVED,
         ("pip-477", "I16-inductive", ("as-written",)): VIOLATED,
         ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
@@ -641,6 +644,13 @@ def test_no_step_of_an_encoding_proved_by_induction_is_vacuous():
     for fixes in (frozenset(), frozenset({zlw.FIX})):
         v, w = zlw.Vars(""), zlw.Vars("'")
         assert vacuous_steps(z3.BoolVal(True), zlw.steps(v, w, fixes, z3.Const("t", zlw.Txn))) == []
+    for fixes in (frozenset(), frozenset({zend.FIX})):
+        v, w = zend.Vars(""), zend.Vars("'")
+        assert vacuous_steps(zend.invariant(v), zend.steps(v, w, fixes, z3.Const("k", zend.Topic))) == []
+    for fixes in (frozenset(), frozenset({zfg.FIX})):
+        v, w = zfg.Vars(""), zfg.Vars("'")
+        xs = (z3.Const("k", zfg.Seg), z3.Const("st", zfg.Store))
+        assert vacuous_steps(zfg.invariant(v), zfg.steps(v, w, fixes, *xs)) == []
     for fixes in (frozenset(), fixes_of("pip-477", "all-fixes")):
         v, w = zpos.Vars(""), zpos.Vars("'")
         xs = (z3.Const("l", zpos.Ledger), z3.Bool("new"), z3.Int("p"))
@@ -752,6 +762,32 @@ def test_the_end_txn_ranking_fails_as_written_on_the_rejected_marker_needs_its_i
     model, pairs = transitions_reached("v4-txn", "as-written", "sealed")
     drifted = zend.simulation(model, pairs, steps_of=lambda v, w, _, k: zend.steps(v, w, fixed, k))
     assert drifted and all(d.startswith("marker_rejected(") for d in drifted)
+
+
+FORGET_CASES = [("all-fixes", "acks", {"crashes": 0}), ("forget-collected-acks", "default", None)]
+FORGET_CASES += [(v, "acks", None) for v in ("forget-collected-acks", "all-fixes")] if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", FORGET_CASES, ids=lambda c: "/".join(c[:2]) + ("/no-crash" if c[2] else ""))
+def test_the_forget_encoding_simulates_the_pip473_model_on_every_reachable_state(case):
+    variant, preset, overrides = case
+    model, pairs = transitions_reached("pip-473", variant, preset, overrides)
+    assert zfg.simulation(model, pairs) == []
+
+
+def test_the_forget_ranking_fails_as_written_needs_its_invariant_and_catches_a_store_keeping_acks():
+    """As written the invariant breaks where a store keeps a pending ack nothing will ever drop; with the fix, without
+    the invariant the deliveries are not known to be enabled; and the model as written keeps acks on the header
+    watch that the fixed encoding drops."""
+    cti = verdict_of("pip-473", "collected-txns-leave-brokers-ranked", ("as-written",))
+    assert cti.status == VIOLATED and "--txn_ack-->" in cti.detail
+    weak = zfg.leaves(frozenset({zfg.FIX}), invariant_of=lambda v: z3.BoolVal(True))
+    assert weak.status == VIOLATED and "is to be taken but disabled" in weak.detail
+    assert set(zfg.DELIVERIES) <= set(PIP473_SYSTEM)
+    model, pairs = transitions_reached("pip-473", "as-written", "acks", {"crashes": 0})
+    assert zfg.simulation(model, pairs) == []
+    drifted = zfg.simulation(model, pairs, steps_of=lambda v, w, _, k, st: zfg.steps(v, w, {zfg.FIX}, k, st))
+    assert drifted and all(d.startswith("pa_header(") for d in drifted)
 
 
 POSITION_CASES = [("as-written", "cursor"), ("all-fixes", "cursor"), ("all-fixes", "rollback")]
