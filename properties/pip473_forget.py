@@ -8,20 +8,25 @@ one txn the encoding keeps whether its header exists; per segment whether the br
 the txn's header and has it in its ``idx:writes-by-segment`` view, whether a header notification for it and an index
 notification are pending there, and whether the txn has write records on the segment; per store whether it caches
 the header, holds pending acks of the txn, has a header notification pending, and whether the txn has ack records
-for it. Its steps, from ``models/pip473``: a header put or delete (every cache holding it notified); a write or ack
-record put, and deletions of records (the segments whose write records go notified); the three watch deliveries
-(``tb_header``, ``tb_index``, ``pa_header``); a send caching the header; a crash (the segment's memory lost) and a
-restart (the buffer and stores rebuilt from the store); any other step may mark an index notification pending.
+for it, and whether it materialized the txn. Its steps, from ``models/pip473``: the header's creation, put or delete
+(every cache holding it notified); a write record put, and write records deleted (the segment's index watch
+notified); an ack (its record, and the pending ack, which with the fix a store does not keep for a txn without a
+header); the GC sweep's deletion (of a txn with a header), a store's cleanup of a txn it materialized and its reap
+of one without a header; the three watch deliveries (``tb_header``, ``tb_index``, ``pa_header``); a send caching
+the header; a crash (the segment's memory lost) and a restart (the buffer and stores rebuilt from the store); any
+other step may mark a running buffer's index notification pending.
 ``simulation`` checks on every reachable state, for each txn, that each model step is one of these, the three
 deliveries as themselves.
 
 The measure: per segment, what its running buffer holds of the txn (cached header, index view), per store what it
 holds (cached header, pending acks), ordered pointwise. Proved, for a txn collected while a running broker holds
 some of it: no step raises the measure (a step that writes a record or a header ends the trigger); each segment or
-store holding some of it has its delivery enabled (strengthened: a cached header of a txn without one, a view that
-differs from the records, and pending acks without a cached header or a record each have their notification
-pending); and that delivery lowers the measure. As written the header notification drops the store's cached
-header but keeps the pending acks, and nothing is left to deliver (the finding ``pending-acks-kept-after-header-gc``).
+store holding some of it has its delivery enabled (strengthened: a crashed broker holds nothing; a cached header of
+a txn without one and a view that differs from the records each have their notification pending; a store holding
+pending acks caches the header if there is one, and holds them without a cached header only after a restart, with
+their record, not having materialized the txn); and that delivery lowers the measure. As written that invariant
+fails: a store keeps an ack of a txn it materialized, and the header notification drops a store's cached header but
+keeps the pending acks; either way nothing is left to deliver (the finding ``pending-acks-kept-after-header-gc``).
 """
 from __future__ import annotations
 
@@ -89,7 +94,6 @@ def steps(v: Vars, w: Vars, fixes, k, st) -> dict:
                      z3.Implies(z3.Not(v.header), w.acks[st] == z3.And(v.acks[st], FIX not in fixes)))
     lose = ("hdr", "pend_hdr", "view", "pend_idx", "phdr", "pend", "acks", "done")  # a broker's memory
     return {
-        # new_txn, the TC's CAS and finalize, the GC sweep's delete: every cache of the header notified
         # new_txn: the txn's first record of any kind (its id is new)
         "header_create": z3.And(z3.Not(v.header), w.header, _pristine(v), notify, *v.keep(w, "header", "pend_hdr",
                                                                                         "pend")),
