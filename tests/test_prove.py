@@ -758,6 +758,9 @@ def test_the_end_txn_ranking_fails_as_written_on_the_rejected_marker_needs_its_i
         zend.helpers(v, fixes, k), tb_recover=(zend.helpers(v, fixes, k)["tb_recover"][0], z3.BoolVal(False))))
     assert stuck.status == VIOLATED and stuck.detail.startswith("tb_recover is to be taken but disabled")
     helping = zend.helpers(zend.Vars(""), fixed, z3.Const("topic", zend.Topic))
+    with pytest.raises(ValueError, match="crash"):  # a crash is the environment's: no argument may wait for one
+        zend.completes(fixed, helpers_of=lambda v, fixes, k: dict(zend.helpers(v, fixes, k),
+                                                                  crash=(z3.BoolVal(False), z3.BoolVal(True))))
     assert set(helping) <= set(V4_SYSTEM)
     model, pairs = transitions_reached("v4-txn", "as-written", "sealed")
     drifted = zend.simulation(model, pairs, steps_of=lambda v, w, _, k: zend.steps(v, w, fixed, k))
