@@ -82,21 +82,27 @@ def inductive(init, inv, inv_next, steps: dict, before: Callable[[z3.ModelRef], 
     return Verdict(PROVED)
 
 
-def ranked(inv, pending, goal, steps: dict, helpers: dict, covers, no_worse, better, fair: tuple,
-           before: Callable[[z3.ModelRef], str], after: Callable[[z3.ModelRef], str]) -> Verdict:
-    """``pending`` leads to ``goal`` under weak fairness, by a ranking argument from the invariant ``inv`` (proved
-    inductive on its own): from a pending state (1) every step reaches ``goal`` or stays pending at a measure
-    ``no_worse``; (2) some helper is the one to take (``covers``); (3) each helper (label -> (when, guard)) is
-    enabled whenever it is the one to take, and taking it then reaches ``goal`` or a ``better`` measure. With a
-    well-founded measure and the helpers fair, a run that never reaches ``goal`` ends at a measure it keeps, where a
-    helper stays enabled and is never taken. A failure shows the two states around the step, or the state. A helper
-    whose label is not among the model's weakly ``fair`` steps is an error of the encoding (ValueError)."""
+def ranked(init, inv, inv_next, pending, pending_next, goal, steps: dict, helpers: dict, covers, no_worse, better,
+           fair: tuple, before: Callable[[z3.ModelRef], str], after: Callable[[z3.ModelRef], str]) -> Verdict:
+    """``pending`` leads to ``goal`` under weak fairness, by a ranking argument: the invariant ``inv`` is proved
+    inductive first (``inductive``), then from a pending state (1) every step reaches ``goal`` or stays pending
+    (``pending_next``) at a measure ``no_worse`` than before; (2) some helper is the one to take (``covers``); (3) each
+    helper (label -> (when, guard)) is enabled whenever it is the one to take, and taking it then reaches ``goal`` or
+    a ``better`` measure, still pending. With a well-founded measure and the helpers fair, a run that never reaches
+    ``goal`` ends at a measure it keeps, where a helper stays enabled and is never taken. A failure shows the two
+    states around the step, or the state. A helper whose label is not among the model's weakly ``fair`` steps is an
+    error of the encoding (ValueError)."""
     if set(helpers) - set(fair):
         raise ValueError(f"helpers the model does not treat as fair: {sorted(set(helpers) - set(fair))}")
+    kept = inductive(init, inv, inv_next, steps, before, after)
+    if kept.status != PROVED:
+        return kept
+
     def around(label):
         return lambda m: f"counterexample to progress: {before(m)} --{label}--> {after(m)}"
     for label, step in steps.items():
-        verdict = valid(z3.Implies(z3.And(inv, pending, step), z3.Or(goal, no_worse)), show=around(label))
+        verdict = valid(z3.Implies(z3.And(inv, pending, step), z3.Or(goal, z3.And(pending_next, no_worse))),
+                        show=around(label))
         if verdict.status != PROVED:
             return verdict
     verdict = valid(z3.Implies(z3.And(inv, pending), covers),
@@ -107,7 +113,8 @@ def ranked(inv, pending, goal, steps: dict, helpers: dict, covers, no_worse, bet
         verdict = valid(z3.Implies(z3.And(inv, pending, when), guard),
                         show=lambda m, label=label: f"{label} is to be taken but disabled in {before(m)}")
         if verdict.status == PROVED:
-            verdict = valid(z3.Implies(z3.And(inv, pending, when, steps[label]), z3.Or(goal, better)),
+            verdict = valid(z3.Implies(z3.And(inv, pending, when, steps[label]),
+                                       z3.Or(goal, z3.And(pending_next, better))),
                             show=lambda m, label=label: f"{label} makes no progress: {before(m)} --{label}--> "
                                                         f"{after(m)}")
         if verdict.status != PROVED:

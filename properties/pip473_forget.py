@@ -35,8 +35,7 @@ import z3
 from pulsar_verify.invariants.pip473 import SYSTEM
 from pulsar_verify.models.pip473.state import ACK, WRITE
 
-from .obligations import (PROVED, Obligation, Verdict, inductive as induction, not_simulated, ranked, simulating,
-                          universe, with_fix)
+from .obligations import Obligation, Verdict, not_simulated, ranked, simulating, universe, with_fix
 
 Seg = z3.DeclareSort("ForgetSeg")
 Store = z3.DeclareSort("ForgetStore")
@@ -194,26 +193,21 @@ def helpers(v: Vars, k, st) -> dict:
 
 
 def leaves(fixes, invariant_of=invariant) -> Verdict:
-    """The invariant proved inductive, then the ranking argument from it, for a collected txn some running broker
-    holds (the trigger) until the trigger ends."""
+    """The ranking argument for a collected txn some running broker holds (the trigger) until the trigger ends, from
+    the invariant (``obligations.ranked`` proves it inductive)."""
     v, w = Vars(""), Vars("'")
     k, st = z3.Const("segment", Seg), z3.Const("store", Store)
     x, y = z3.Const("x", Seg), z3.Const("y", Store)
-    moves = steps(v, w, fixes, k, st)
-    show = dict(before=lambda m: describe(m, v), after=lambda m: describe(m, w))
     init = z3.And(z3.Not(v.header), *[getattr(v, n) == z3.K(Seg, z3.BoolVal(False)) for n in Vars.SEGS if n != "up"],
                   *[getattr(v, n) == z3.K(Store, z3.BoolVal(False)) for n in Vars.STORES])
-    kept = induction(init, invariant_of(v), invariant_of(w), moves, **show)
-    if kept.status != PROVED:
-        return kept
-    helping = helpers(v, k, st)
     whens = helpers(v, x, y)
     seg, store = ranks(v, x, y)
     covers = z3.And(z3.ForAll([x], z3.Implies(seg > 0, z3.Or(whens["tb_header"][0], whens["tb_index"][0]))),
                     z3.ForAll([y], z3.Implies(store > 0, whens["pa_header"][0])))
     trigger, trigger2 = z3.And(forgotten(v), held(v)), z3.And(forgotten(w), held(w))
-    return ranked(invariant_of(v), trigger, z3.Not(trigger2), moves, helping, covers,
-                  z3.And(trigger2, no_worse(v, w)), z3.And(trigger2, no_worse(v, w, strictly=True)), SYSTEM, **show)
+    return ranked(init, invariant_of(v), invariant_of(w), trigger, trigger2, z3.Not(trigger2),
+                  steps(v, w, fixes, k, st), helpers(v, k, st), covers, no_worse(v, w), no_worse(v, w, strictly=True),
+                  SYSTEM, before=lambda m: describe(m, v), after=lambda m: describe(m, w))
 
 
 def describe(m: z3.ModelRef, v: Vars) -> str:
