@@ -72,9 +72,7 @@ def steps(v: Vars, w: Vars, fixes, k, st) -> dict:
     up_st = lambda arr, s: arr[seg_of(s)]  # noqa: E731
     notify = z3.And(z3.ForAll([x], w.pend_hdr[x] == z3.Or(v.pend_hdr[x], z3.And(v.up[x], v.hdr[x]))),
                     z3.ForAll([y], w.pend[y] == z3.Or(v.pend[y], z3.And(up_st(v.up, y), v.phdr[y]))))
-    indexed = z3.ForAll([x], z3.Implies(z3.And(v.up[x], w.wrec[x] != v.wrec[x]), w.pend_idx[x]))
-    more_idx = z3.ForAll([x], z3.And(z3.Implies(v.pend_idx[x], w.pend_idx[x]),  # running buffers notified
-                                     z3.Implies(w.pend_idx[x], z3.Or(v.pend_idx[x], v.up[x]))))
+    indexed, more_idx = index_watch(v, w)
     lost = z3.And(*[z3.ForAll([x], getattr(w, n)[x] == z3.And(x != k, getattr(v, n)[x]))
                     for n in ("hdr", "pend_hdr", "view", "pend_idx")],
                   *[z3.ForAll([y], getattr(w, n)[y] == z3.And(seg_of(y) != k, getattr(v, n)[y]))
@@ -133,6 +131,17 @@ def steps(v: Vars, w: Vars, fixes, k, st) -> dict:
         # anything else: another txn's record written or deleted notifies the segment's index watch
         "other": z3.And(more_idx, *v.keep(w, "pend_idx")),
     }
+
+
+def index_watch(v, w) -> tuple:
+    """A running buffer's index notification is pending after a change of the txn's write records on its segment
+    (``indexed``); any write or delete of a record, of any txn, may notify running buffers, and none is lost
+    (``more_idx``). Over per-segment arrays ``up``, ``wrec`` and ``pend_idx``."""
+    x = z3.Const("x", Seg)
+    indexed = z3.ForAll([x], z3.Implies(z3.And(v.up[x], w.wrec[x] != v.wrec[x]), w.pend_idx[x]))
+    more_idx = z3.ForAll([x], z3.And(z3.Implies(v.pend_idx[x], w.pend_idx[x]),
+                                     z3.Implies(w.pend_idx[x], z3.Or(v.pend_idx[x], v.up[x]))))
+    return indexed, more_idx
 
 
 def _pristine(v: Vars) -> z3.BoolRef:
