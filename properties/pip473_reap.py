@@ -188,14 +188,14 @@ def reaped(fixes, invariant_of=invariant) -> Verdict:
                   v.arec == z3.K(Store, z3.BoolVal(False)))
     seg, store = ranks(v, x, y)
     at_seg, at_store = helpers(v, fixes, x, y), helpers(v, fixes, seg_of(y), y)
+    stores_helped = [when for name, (when, _) in at_store.items() if name in ("restart", "pa_reap")]
     covers = z3.And(z3.ForAll([x], z3.Implies(seg > 0, z3.Or(*[when for name, (when, _) in at_seg.items()
                                                                 if name != "pa_reap"]))),
-                    z3.ForAll([y], z3.Implies(store > 0, z3.Or(at_store["restart"][0],
-                                                               *[at_store[n][0] for n in ("pa_reap",) if n in at_store]
-                                                               ))))
+                    z3.ForAll([y], z3.Implies(store > 0, z3.Or(*stores_helped))))
     return ranked(init, invariant_of(v), invariant_of(w), orphaned(v), orphaned(w), z3.Not(orphaned(w)),
                   steps(v, w, fixes, k, st), helpers(v, fixes, k, st), covers, no_worse(v, w),
-                  no_worse(v, w, strictly=True), SYSTEM, before=lambda m: describe(m, v), after=lambda m: describe(m, w))
+                  no_worse(v, w, strictly=True), SYSTEM, before=lambda m: describe(m, v),
+                  after=lambda m: describe(m, w))
 
 
 def describe(m: z3.ModelRef, v: Vars) -> str:
