@@ -9,6 +9,7 @@ from pulsar_verify.models.pip468 import Pip468
 from pulsar_verify.models.pip468.assignment import round_robin
 from pulsar_verify.models.pip468.layout import SegmentLayout
 from pulsar_verify import registry
+from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue
 from pulsar_verify.hypo import machine_for
 from pulsar_verify.replay import replay
@@ -96,3 +97,16 @@ def test_hypothesis_beyond_exhaustive_bounds(tmp_path):
     model = registry.build(MODEL, "all-fixes", values=Pip468.hypothesis_bounds)
     run_state_machine_as_test(machine_for(model, tmp_path))
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("variant", ["op-intent", "all-fixes"])
+def test_a_split_is_finished_whoever_wrote_its_intent_and_whoever_is_elected_after(variant):
+    """Beyond the bound sets (two splits, two failovers, no message): as first modelled, ``op-intent`` let a deposed
+    leader that had not yet learned it was deposed persist an intent, which the leader elected before it never
+    resumed (its broker crashed after terminating the parent: 9 steps, the parent's hash range writable by no
+    segment, for good); a leader re-elected while still running an earlier operation did not resume the intent;
+    and an intent persisted on a layout older than the metadata, once resumed, crashed the model. Now the intent is written under
+    the leader lock and resumed by every new leader not running it."""
+    result, _ = explore(registry.build(MODEL, variant, {"splits": 2, "failovers": 2, "msgs": 0}))
+    assert result.complete and result.liveness_checked
+    assert result.violations == []

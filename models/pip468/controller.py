@@ -35,7 +35,9 @@ def actions(m, s: State):
                 yield act("lose_session", broker=b)
             if c.leader or c.ops:
                 yield act("crash", broker=b)
-        if c.leader and not ("op-intent" in fixed and s.intent):
+        # op-intent: one operation at a time, and its intent is written under the leader lock (a deposed
+        # leader's write fails: the request is refused)
+        if c.leader and not ("op-intent" in fixed and (s.intent or s.lock != b)):
             if s.splits < cfg.splits:
                 for seg in c.layout.active_segments:
                     if seg.hash_range.size > 1:
@@ -83,8 +85,9 @@ def elect(m, s: State, a):
         s = replace(s, consumers=tuple(replace(x, broker=None, joining=False) if consumer_name(i) in told else x
                                        for i, x in enumerate(s.consumers)))
         c = replace(c, writes=FrozenMap(), connected=c.connected - told, timers=c.timers | (told & members))
-    if "op-intent" in m.fixes and s.intent and not c.ops:
-        c = replace(c, ops=(op_on(c, *s.intent),))  # the new leader resumes the persisted operation
+    if "op-intent" in m.fixes and s.intent and s.intent not in {(op.kind, op.parents) for op in c.ops}:
+        # the new leader resumes the persisted operation (operations of an earlier term it still runs are others)
+        c = replace(c, ops=c.ops + (op_on(c, *s.intent),))
     s = replace(_set_ctrl(s, b, c), lock=b)
     if "leader-watches-layout" in m.fixes:
         s = rebalance(m, s, b)
@@ -197,11 +200,18 @@ def new_layout(m, s: State, op: Op, layout):
 
 def cas(m, s: State, a):
     """Step 4: the CAS succeeds (the version is the one the layout was read at); the controller
-    reloads the metadata ("Layout Change Propagation" 1)."""
+    reloads the metadata ("Layout Change Propagation" 1). Variant op-intent: an operation resumed from an intent
+    that a leader persisted on a layout older than the metadata (a deposed leader's CAS landed after it
+    loaded it) may have a parent no longer active: the new layout cannot be computed, and the operation
+    fails as after a conflict."""
     b, i = a.param("broker"), a.param("op")
     c = s.ctrls[b]
     op = c.ops[i]
-    s = replace(s, version=s.version + 1, layout=new_layout(m, s, op, c.layout), intent=())
+    try:
+        layout = new_layout(m, s, op, c.layout)
+    except LayoutError:
+        return _failed(s, b, i, op)
+    s = replace(s, version=s.version + 1, layout=layout, intent=())
     s = _set_ctrl(s, b, loaded(s, c))
     return _set_op(s, b, i, replace(op, step=m.after[CAS]))
 
@@ -218,10 +228,15 @@ def cas_conflict(m, s: State, a):
     try:
         new_layout(m, s, op, c.layout)
     except LayoutError:
-        if s.intent == (op.kind, op.parents):
-            s = replace(s, intent=())
-        return _set_op(s, b, i, None)
+        return _failed(s, b, i, op)
     return _set_op(s, b, i, op_on(c, op.kind, op.parents))
+
+
+def _failed(s: State, b: int, i: int, op: Op) -> State:
+    """The operation fails: dropped, and its persisted intent (variant op-intent) with it."""
+    if s.intent == (op.kind, op.parents):
+        s = replace(s, intent=())
+    return _set_op(s, b, i, None)
 
 
 def notify(m, s: State, a):
