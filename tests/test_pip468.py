@@ -99,14 +99,22 @@ def test_hypothesis_beyond_exhaustive_bounds(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+BEYOND_INTENT = {"two-splits-two-failovers": {"splits": 2, "failovers": 2, "msgs": 0},
+                 "split-then-merge-failover": {"segments": 2, "splits": 1, "merges": 1, "failovers": 1, "msgs": 0,
+                                               "keys": 2}}
+
+
 @pytest.mark.parametrize("variant", ["op-intent", "all-fixes"])
-def test_a_split_is_finished_whoever_wrote_its_intent_and_whoever_is_elected_after(variant):
-    """Beyond the bound sets (two splits, two failovers, no message): as first modelled, ``op-intent`` let a deposed
-    leader that had not yet learned it was deposed persist an intent, which the leader elected before it never
-    resumed (its broker crashed after terminating the parent: 9 steps, the parent's hash range writable by no
-    segment, for good); a leader re-elected while still running an earlier operation did not resume the intent;
-    and an intent persisted on a layout older than the metadata, once resumed, crashed the model. Now the intent is written under
-    the leader lock and resumed by every new leader not running it."""
-    result, _ = explore(registry.build(MODEL, variant, {"splits": 2, "failovers": 2, "msgs": 0}))
+@pytest.mark.parametrize("bounds", sorted(BEYOND_INTENT))
+def test_an_operation_is_finished_whoever_wrote_its_intent_and_whoever_is_elected_after(variant, bounds):
+    """Beyond the bound sets: as first modelled, ``op-intent`` let a deposed leader that had not yet learned it was
+    deposed persist an intent, which the leader elected before it never resumed (its broker crashed after
+    terminating the parent: 9 steps, two splits and two failovers, the parent's hash range writable by no segment,
+    for good); a leader re-elected while still running an operation of its earlier term did not resume the intent
+    (19 steps); a leader whose layout a deposed leader's CAS had made stale persisted a merge of a parent already
+    sealed, terminated the other and failed its CAS (23 steps, a split, a merge and one failover); and such an
+    intent, once resumed, crashed the model. Now the intent is written under the leader lock and the metadata
+    version, and resumed by every new leader not running it."""
+    result, _ = explore(registry.build(MODEL, variant, BEYOND_INTENT[bounds]))
     assert result.complete and result.liveness_checked
     assert result.violations == []

@@ -126,14 +126,31 @@ def crash(m, s: State, a):
 def request_split(m, s: State, a):
     """``splitSegment``: accepted after ``checkLeader()`` on an active segment of the controller's layout."""
     b, seg = a.param("broker"), a.param("segment")
-    c = s.ctrls[b]
-    return _start(m, replace(s, splits=s.splits + 1), b, op_on(c, SPLIT, (seg,)))
+    return _request(m, s, b, SPLIT, (seg,), splits=s.splits + 1)
 
 
 def request_merge(m, s: State, a):
     b, pair = a.param("broker"), a.param("segments")
+    return _request(m, s, b, MERGE, tuple(pair), merges=s.merges + 1)
+
+
+def _request(m, s: State, b: int, kind: str, parents: tuple, **counted) -> State:
+    """Variant op-intent: the intent is written conditionally on the metadata version the controller's
+    layout was read at. On a stale layout the write fails with BadVersion: the controller reloads (a
+    layout change the leader reacts to) and checks the request again, on the metadata the write
+    would then be conditional on: accepted if its parents are still active there, else refused
+    (the retried write merged with the failed one: nothing but this controller reads the reload)."""
     c = s.ctrls[b]
-    return _start(m, replace(s, merges=s.merges + 1), b, op_on(c, MERGE, tuple(pair)))
+    if "op-intent" in m.fixes and c.version != s.version:
+        c = loaded(s, c)
+        s = _set_ctrl(s, b, c)
+        if "leader-watches-layout" in m.fixes:
+            s = rebalance(m, s, b)
+        try:
+            new_layout(m, s, Op(kind, parents, (), c.version), c.layout)
+        except LayoutError:
+            return s
+    return _start(m, replace(s, **counted), b, op_on(s.ctrls[b], kind, parents))
 
 
 def op_on(c: Controller, kind: str, parents: tuple) -> Op:
@@ -200,18 +217,11 @@ def new_layout(m, s: State, op: Op, layout):
 
 def cas(m, s: State, a):
     """Step 4: the CAS succeeds (the version is the one the layout was read at); the controller
-    reloads the metadata ("Layout Change Propagation" 1). Variant op-intent: an operation resumed from an intent
-    that a leader persisted on a layout older than the metadata (a deposed leader's CAS landed after it
-    loaded it) may have a parent no longer active: the new layout cannot be computed, and the operation
-    fails as after a conflict."""
+    reloads the metadata ("Layout Change Propagation" 1)."""
     b, i = a.param("broker"), a.param("op")
     c = s.ctrls[b]
     op = c.ops[i]
-    try:
-        layout = new_layout(m, s, op, c.layout)
-    except LayoutError:
-        return _failed(s, b, i, op)
-    s = replace(s, version=s.version + 1, layout=layout, intent=())
+    s = replace(s, version=s.version + 1, layout=new_layout(m, s, op, c.layout), intent=())
     s = _set_ctrl(s, b, loaded(s, c))
     return _set_op(s, b, i, replace(op, step=m.after[CAS]))
 

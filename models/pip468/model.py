@@ -15,9 +15,9 @@ STEPS = (DISCOVER, CREATE, TERMINATE, CAS, NOTIFY)  # "Split Protocol" / "Merge 
 FIXES = {
     "subs-in-metadata": "subscriptions live in the CASed topic metadata; split/merge discover them there, "
                         "so a subscription created meanwhile fails the operation's CAS",
-    "op-intent": "the leader persists the operation before step 1, under its leader lock (a deposed leader's "
-                 "write fails), accepts one at a time, and a new leader resumes it unless it still runs it: a "
-                 "terminated parent is always followed by its CAS",
+    "op-intent": "the leader persists the operation before step 1, conditionally on its leader lock and on the "
+                 "metadata version of its layout, accepts one at a time, and a new leader resumes it unless it "
+                 "still runs it: a terminated parent is always followed by its CAS",
     "fenced-registrations": "the coordinator's registration writes are conditional on the version of the leader "
                             "lock they were issued under, so a deposed leader, or an earlier term of the same "
                             "one, can no longer overwrite or delete the sessions the leader restored",
