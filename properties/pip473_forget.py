@@ -265,7 +265,15 @@ def _concrete(v: Vars, view, ks: list, ss: list) -> list:
 def simulation(model, pairs, steps_of=steps) -> list[str]:
     """Each transition of the Python model that changes the encoding's variables of some txn is one of its steps,
     for that txn; the three deliveries as themselves (the ranking argument takes them as the model's fair steps)."""
-    v, w = Vars(""), Vars("'")
+    return per_txn_simulation(model, pairs, Vars, steps_of, _views, _concrete, DELIVERIES)
+
+
+def per_txn_simulation(model, pairs, vars_of, steps_of, views, concrete, own: tuple) -> list[str]:
+    """The simulation check of an encoding over segments and pending-ack stores, for one txn at a time: for each
+    transition (``pairs``) and txn whose ``views`` (state, txn) differ, some step of ``steps_of`` takes the
+    ``concrete`` values of the one to the other (those in ``own`` as themselves), the segments and stores of the
+    model's bounds being distinct elements of the sorts."""
+    v, w = vars_of(""), vars_of("'")
     k, st = z3.Const("segment", Seg), z3.Const("store", Store)
     candidates = steps_of(v, w, model.fixes, k, st)
     seen, last, out = set(), {}, []
@@ -277,12 +285,12 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
              z3.Or(*[st == y for y in ss])]
     for s, a, t in pairs:
         for x in range(1, model.config.txns + 1):
-            change = (_views(s, x), _views(t, x))
+            change = (views(s, x), views(t, x))
             if change[0] == change[1] or (a.name, change) in seen:
                 continue
             seen.add((a.name, change))
-            facts = [*shape, *_concrete(v, change[0], ks, ss), *_concrete(w, change[1], ks, ss)]
-            answer = simulating(a, facts, candidates, DELIVERIES, last)
+            facts = [*shape, *concrete(v, change[0], ks, ss), *concrete(w, change[1], ks, ss)]
+            answer = simulating(a, facts, candidates, own, last)
             out += not_simulated(a, f"no step of the encoding takes txn {x} from {change[0]} to {change[1]}", answer)
     return out
 

@@ -40,8 +40,8 @@ import z3
 from pulsar_verify.invariants.pip473 import SYSTEM
 from pulsar_verify.models.pip473.state import ACK, WRITE
 
-from .obligations import Obligation, Verdict, not_simulated, ranked, simulating, universe, with_fix
-from .pip473_forget import Seg, Store, index_watch, seg_of
+from .obligations import Obligation, Verdict, ranked, universe, with_fix
+from .pip473_forget import Seg, Store, index_watch, per_txn_simulation, seg_of
 
 FIX = "owners-reap-orphans"
 REAPS = ("tb_reap", "pa_reap")
@@ -248,26 +248,7 @@ def _concrete(v: Vars, view, ks: list, ss: list) -> list:
 def simulation(model, pairs, steps_of=steps) -> list[str]:
     """Each transition of the Python model that changes the encoding's variables of some txn is one of its steps,
     for that txn; the helpers as themselves (the ranking argument takes them as the model's fair steps)."""
-    v, w = Vars(""), Vars("'")
-    k, st = z3.Const("segment", Seg), z3.Const("store", Store)
-    candidates = steps_of(v, w, model.fixes, k, st)
-    seen, last, out = set(), {}, []
-    nsegs, nsubs = model.config.segments, model.config.subs + model.config.late_subs
-    ks = [z3.Const(f"K{i}", Seg) for i in range(nsegs)]
-    ss = [z3.Const(f"S{i}", Store) for i in range(nsegs * nsubs)]
-    shape = [*([z3.Distinct(*ks)] if nsegs > 1 else []), *([z3.Distinct(*ss)] if len(ss) > 1 else []),
-             *[seg_of(y) == ks[i // nsubs] for i, y in enumerate(ss)], z3.Or(*[k == x for x in ks]),
-             z3.Or(*[st == y for y in ss])]
-    for s, a, t in pairs:
-        for x in range(1, model.config.txns + 1):
-            change = (_views(model, s, x), _views(model, t, x))
-            if change[0] == change[1] or (a.name, change) in seen:
-                continue
-            seen.add((a.name, change))
-            facts = [*shape, *_concrete(v, change[0], ks, ss), *_concrete(w, change[1], ks, ss)]
-            answer = simulating(a, facts, candidates, HELPERS, last)
-            out += not_simulated(a, f"no step of the encoding takes txn {x} from {change[0]} to {change[1]}", answer)
-    return out
+    return per_txn_simulation(model, pairs, Vars, steps_of, lambda s, t: _views(model, s, t), _concrete, HELPERS)
 
 
 OBLIGATIONS = [
