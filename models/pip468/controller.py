@@ -35,8 +35,8 @@ def actions(m, s: State):
                 yield act("lose_session", broker=b)
             if c.leader or c.ops:
                 yield act("crash", broker=b)
-        # op-intent: one operation at a time, and its intent is written under the leader lock (a deposed
-        # leader's write fails: the request is refused)
+        # op-intent: one operation at a time, its intent written under the leader lock (a deposed leader's
+        # write fails: the request is refused) and the metadata version of the layout (``_request``)
         if c.leader and not ("op-intent" in fixed and (s.intent or s.lock != b)):
             if s.splits < cfg.splits:
                 for seg in c.layout.active_segments:
