@@ -2,6 +2,8 @@
 property at every in-process bound set, every property fails on a broken variant, every action fires."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -118,3 +120,11 @@ def test_an_operation_is_finished_whoever_wrote_its_intent_and_whoever_is_electe
     result, _ = explore(registry.build(MODEL, variant, BEYOND_INTENT[bounds]))
     assert result.complete and result.liveness_checked
     assert result.violations == []
+
+
+def test_the_open_observation_of_an_evicted_consumer_still_reproduces_with_every_fix():
+    """``findings/pip-468/open/``: with every fix, beyond the bound sets, a consumer evicted by one leader while still
+    connected to the deposed one is neither registered nor told anything when that broker is elected again. Kept
+    until a fix is modelled (then this test replays it against the fix)."""
+    kept = Path(__file__).resolve().parent.parent / "findings/pip-468/open"
+    assert replay(kept / "evicted-consumer-kept-by-reelected-leader.itf.json").reproduced
