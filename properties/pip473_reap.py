@@ -24,8 +24,8 @@ notification's delivery; a seal, a crash (the segment's broker memory and its se
 below as themselves.
 
 The measure, lexicographic: the seals left, the crashes left, ``left``, then pointwise per segment its sends to be
-appended to it unsealed, to be put, and its records (held in a running buffer's view, held by a running buffer not
-in its view, on a segment whose broker is down), and per store its records (its broker up or down). Proved, for a
+appended to it unsealed, to be put, and its records (in its running buffer's view, missing from that view, or on a
+segment whose broker is down, in this order), and per store its records (its broker up or down). Proved, for a
 header-less txn with a record (the trigger): no step raises the measure; each segment or store with a positive rank
 has a helper to take: the append or the put of a send, the restart of a down broker, the index delivery for a
 record not in the view (strengthened: a running buffer whose view differs from the records has its notification
