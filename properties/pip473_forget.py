@@ -62,7 +62,8 @@ class Vars:
         return [getattr(w, k) == getattr(self, k) for k in self.NAMES if k not in changed]
 
 
-def _only(w_arr, v_arr, k, value) -> z3.BoolRef:
+def stored(w_arr, v_arr, k, value) -> z3.BoolRef:
+    """``w_arr`` is ``v_arr`` with ``value`` at ``k``."""
     return w_arr == z3.Store(v_arr, k, value)
 
 
@@ -99,9 +100,9 @@ def steps(v: Vars, w: Vars, fixes, k, st) -> dict:
         "pub_put": z3.And(w.wrec == z3.Store(v.wrec, k, True), indexed, more_idx, *v.keep(w, "wrec", "pend_idx")),
         # an ack: its record, and the store's pending acks with the header cached if there is one (with the fix,
         # an ack of a txn without a header is not kept)
-        "txn_ack": z3.And(up_st(v.up, st), _only(w.arec, v.arec, st, True),
-                          _only(w.acks, v.acks, st, z3.Or(v.acks[st], v.header, FIX not in fixes)),
-                          _only(w.phdr, v.phdr, st, z3.Or(v.phdr[st], v.header)), *v.keep(w, "arec", "acks", "phdr")),
+        "txn_ack": z3.And(up_st(v.up, st), stored(w.arec, v.arec, st, True),
+                          stored(w.acks, v.acks, st, z3.Or(v.acks[st], v.header, FIX not in fixes)),
+                          stored(w.phdr, v.phdr, st, z3.Or(v.phdr[st], v.header)), *v.keep(w, "arec", "acks", "phdr")),
         # the buffer's cleanup and reap, the GC sweep's forced deletion: write records (the index notified)
         "write_delete": z3.And(z3.ForAll([x], z3.Implies(w.wrec[x], v.wrec[x])), indexed, more_idx,
                                *v.keep(w, "wrec", "pend_idx")),
@@ -109,25 +110,25 @@ def steps(v: Vars, w: Vars, fixes, k, st) -> dict:
         "gc_delete_ops": z3.And(v.header, z3.ForAll([x], z3.Implies(w.wrec[x], v.wrec[x])),
                                 z3.ForAll([y], z3.Implies(w.arec[y], v.arec[y])), indexed, more_idx,
                                 *v.keep(w, "wrec", "arec", "pend_idx")),
-        "pa_cleanup": z3.And(up_st(v.up, st), v.done[st], _only(w.arec, v.arec, st, False), *v.keep(w, "arec")),
-        "pa_reap": z3.And(up_st(v.up, st), z3.Not(v.header), v.arec[st], _only(w.arec, v.arec, st, False),
-                          _only(w.acks, v.acks, st, False), _only(w.phdr, v.phdr, st, False),
+        "pa_cleanup": z3.And(up_st(v.up, st), v.done[st], stored(w.arec, v.arec, st, False), *v.keep(w, "arec")),
+        "pa_reap": z3.And(up_st(v.up, st), z3.Not(v.header), v.arec[st], stored(w.arec, v.arec, st, False),
+                          stored(w.acks, v.acks, st, False), stored(w.phdr, v.phdr, st, False),
                           *v.keep(w, "arec", "acks", "phdr")),
-        "tb_header": z3.And(v.up[k], v.pend_hdr[k], _only(w.pend_hdr, v.pend_hdr, k, False),
-                            _only(w.hdr, v.hdr, k, z3.And(v.header, w.hdr[k])), *v.keep(w, "pend_hdr", "hdr")),
-        "tb_index": z3.And(v.up[k], v.pend_idx[k], _only(w.pend_idx, v.pend_idx, k, False),
-                           _only(w.view, v.view, k, v.wrec[k]),
-                           _only(w.hdr, v.hdr, k, z3.And(w.hdr[k], z3.Or(v.hdr[k], z3.And(v.header, v.wrec[k])))),
+        "tb_header": z3.And(v.up[k], v.pend_hdr[k], stored(w.pend_hdr, v.pend_hdr, k, False),
+                            stored(w.hdr, v.hdr, k, z3.And(v.header, w.hdr[k])), *v.keep(w, "pend_hdr", "hdr")),
+        "tb_index": z3.And(v.up[k], v.pend_idx[k], stored(w.pend_idx, v.pend_idx, k, False),
+                           stored(w.view, v.view, k, v.wrec[k]),
+                           stored(w.hdr, v.hdr, k, z3.And(w.hdr[k], z3.Or(v.hdr[k], z3.And(v.header, v.wrec[k])))),
                            *v.keep(w, "pend_idx", "view", "hdr")),
-        "pa_header": z3.And(up_st(v.up, st), v.pend[st], _only(w.pend, v.pend, st, False),
-                            _only(w.phdr, v.phdr, st, v.header), _only(w.acks, v.acks, st, w.acks[st]), dropped,
+        "pa_header": z3.And(up_st(v.up, st), v.pend[st], stored(w.pend, v.pend, st, False),
+                            stored(w.phdr, v.phdr, st, v.header), stored(w.acks, v.acks, st, w.acks[st]), dropped,
                             # materializing a final state: done, and the acks dropped
-                            _only(w.done, v.done, st, w.done[st]), z3.Implies(w.done[st] != v.done[st],
+                            stored(w.done, v.done, st, w.done[st]), z3.Implies(w.done[st] != v.done[st],
                                                                                z3.And(w.done[st], z3.Not(w.acks[st]))),
                             *v.keep(w, "pend", "phdr", "acks", "done")),
-        "send": z3.And(v.up[k], z3.Or(v.hdr[k], v.header), _only(w.hdr, v.hdr, k, True), *v.keep(w, "hdr")),
-        "crash": z3.And(v.up[k], _only(w.up, v.up, k, False), lost, *v.keep(w, "up", *lose)),
-        "restart": z3.And(z3.Not(v.up[k]), _only(w.up, v.up, k, True), rebuilt, *v.keep(w, "up", *lose)),
+        "send": z3.And(v.up[k], z3.Or(v.hdr[k], v.header), stored(w.hdr, v.hdr, k, True), *v.keep(w, "hdr")),
+        "crash": z3.And(v.up[k], stored(w.up, v.up, k, False), lost, *v.keep(w, "up", *lose)),
+        "restart": z3.And(z3.Not(v.up[k]), stored(w.up, v.up, k, True), rebuilt, *v.keep(w, "up", *lose)),
         # anything else: another txn's record written or deleted notifies the segment's index watch
         "other": z3.And(more_idx, *v.keep(w, "pend_idx")),
     }

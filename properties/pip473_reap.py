@@ -41,11 +41,10 @@ from pulsar_verify.invariants.pip473 import SYSTEM
 from pulsar_verify.models.pip473.state import ACK, WRITE
 
 from .obligations import Obligation, Verdict, ranked, universe, with_fix
-from .pip473_forget import Seg, Store, index_watch, per_txn_simulation, seg_of
+from .pip473_forget import Seg, Store, index_watch, per_txn_simulation, seg_of, stored
 
 FIX = "owners-reap-orphans"
-REAPS = ("tb_reap", "pa_reap")
-HELPERS = ("pub_append", "pub_put", "restart", "tb_index", *REAPS)
+HELPERS = ("pub_append", "pub_put", "restart", "tb_index", "tb_reap", "pa_reap")
 SECTION = ("PIP-473 Garbage collection: 'The TC's GC sweep ... detects when all participants have done their cleanup "
            "-- the prefix /txn-op/<txnId>/* is empty -- and deletes the header'; the op-record put on the publish "
            "path and appendIndividualAck")
@@ -71,10 +70,6 @@ class Vars:
         return [getattr(w, k) == getattr(self, k) for k in self.NAMES if k not in changed]
 
 
-def _set(w_arr, v_arr, k, value) -> z3.BoolRef:
-    return w_arr == z3.Store(v_arr, k, value)
-
-
 def steps(v: Vars, w: Vars, fixes, k, st) -> dict:
     """Each step from ``v`` to ``w``, at the segment ``k`` or the store ``st``."""
     x, y = z3.Const("x", Seg), z3.Const("y", Store)
@@ -90,35 +85,35 @@ def steps(v: Vars, w: Vars, fixes, k, st) -> dict:
                                 z3.ForAll([y], z3.Not(v.arec[y])), *v.keep(w, "header")),
         # the TC's CAS and finalize, the GC sweep's delete
         "header_write": z3.And(v.header, *v.keep(w, "header")),
-        "send": z3.And(v.up[k], v.left >= 1, spent, _set(w.app, v.app, k, v.app[k] + 1), *v.keep(w, "left", "app")),
+        "send": z3.And(v.up[k], v.left >= 1, spent, stored(w.app, v.app, k, v.app[k] + 1), *v.keep(w, "left", "app")),
         "send_conflict": z3.And(v.left >= 1, w.left == v.left - 1, *v.keep(w, "left")),
-        "pub_append": z3.And(v.up[k], z3.Not(v.sealed[k]), v.app[k] >= 1, _set(w.app, v.app, k, v.app[k] - 1),
-                             _set(w.put, v.put, k, v.put[k] + 1), *v.keep(w, "app", "put")),
-        "pub_terminated": z3.And(v.up[k], v.sealed[k], v.app[k] >= 1, _set(w.app, v.app, k, v.app[k] - 1),
+        "pub_append": z3.And(v.up[k], z3.Not(v.sealed[k]), v.app[k] >= 1, stored(w.app, v.app, k, v.app[k] - 1),
+                             stored(w.put, v.put, k, v.put[k] + 1), *v.keep(w, "app", "put")),
+        "pub_terminated": z3.And(v.up[k], v.sealed[k], v.app[k] >= 1, stored(w.app, v.app, k, v.app[k] - 1),
                                  *v.keep(w, "app")),
-        "pub_put": z3.And(v.up[k], v.put[k] >= 1, _set(w.put, v.put, k, v.put[k] - 1),
-                          _set(w.wrec, v.wrec, k, True), indexed, more_idx, *v.keep(w, "put", "wrec", "pend_idx")),
-        "txn_ack": z3.And(up_st, v.left >= 1, w.left == v.left - 1, _set(w.arec, v.arec, st, True),
+        "pub_put": z3.And(v.up[k], v.put[k] >= 1, stored(w.put, v.put, k, v.put[k] - 1),
+                          stored(w.wrec, v.wrec, k, True), indexed, more_idx, *v.keep(w, "put", "wrec", "pend_idx")),
+        "txn_ack": z3.And(up_st, v.left >= 1, w.left == v.left - 1, stored(w.arec, v.arec, st, True),
                           *v.keep(w, "left", "arec")),
         # the cleanups of a materialized txn, the GC sweep's deletion (the index notified of write records)
         "records_delete": z3.And(fewer, indexed, more_idx, *v.keep(w, "wrec", "arec", "pend_idx")),
-        "tb_index": z3.And(v.up[k], v.pend_idx[k], _set(w.pend_idx, v.pend_idx, k, False),
-                           _set(w.view, v.view, k, v.wrec[k]), *v.keep(w, "pend_idx", "view")),
-        "seal": z3.And(v.seals >= 1, w.seals == v.seals - 1, z3.Not(v.sealed[k]), _set(w.sealed, v.sealed, k, True),
+        "tb_index": z3.And(v.up[k], v.pend_idx[k], stored(w.pend_idx, v.pend_idx, k, False),
+                           stored(w.view, v.view, k, v.wrec[k]), *v.keep(w, "pend_idx", "view")),
+        "seal": z3.And(v.seals >= 1, w.seals == v.seals - 1, z3.Not(v.sealed[k]), stored(w.sealed, v.sealed, k, True),
                        w.left >= v.left, *v.keep(w, "seals", "sealed", "left")),
-        "crash": z3.And(v.crashes >= 1, w.crashes == v.crashes - 1, v.up[k], _set(w.up, v.up, k, False),
-                        _set(w.view, v.view, k, False), _set(w.pend_idx, v.pend_idx, k, False),
-                        _set(w.app, v.app, k, 0), _set(w.put, v.put, k, 0), w.left >= 0, w.left <= v.left,
+        "crash": z3.And(v.crashes >= 1, w.crashes == v.crashes - 1, v.up[k], stored(w.up, v.up, k, False),
+                        stored(w.view, v.view, k, False), stored(w.pend_idx, v.pend_idx, k, False),
+                        stored(w.app, v.app, k, 0), stored(w.put, v.put, k, 0), w.left >= 0, w.left <= v.left,
                         *v.keep(w, "crashes", "up", "left", *lost)),
-        "restart": z3.And(z3.Not(v.up[k]), _set(w.up, v.up, k, True), _set(w.view, v.view, k, v.wrec[k]),
+        "restart": z3.And(z3.Not(v.up[k]), stored(w.up, v.up, k, True), stored(w.view, v.view, k, v.wrec[k]),
                           *v.keep(w, "up", "view")),
         # anything else: another txn's record written or deleted notifies running buffers' index watches
         "other": z3.And(more_idx, *v.keep(w, "pend_idx")),
     }
     if FIX in fixes:
-        out["tb_reap"] = z3.And(v.up[k], v.view[k], z3.Not(v.header), v.wrec[k], _set(w.wrec, v.wrec, k, False),
+        out["tb_reap"] = z3.And(v.up[k], v.view[k], z3.Not(v.header), v.wrec[k], stored(w.wrec, v.wrec, k, False),
                                 indexed, more_idx, *v.keep(w, "wrec", "pend_idx"))
-        out["pa_reap"] = z3.And(up_st, z3.Not(v.header), v.arec[st], _set(w.arec, v.arec, st, False),
+        out["pa_reap"] = z3.And(up_st, z3.Not(v.header), v.arec[st], stored(w.arec, v.arec, st, False),
                                 *v.keep(w, "arec"))
     return out
 

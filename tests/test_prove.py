@@ -547,8 +547,8 @@ def test_the_dispatch_proofs_fail_as_written_where_the_findings_do_and_broken_st
 
 ACTIVE_CASES = [("recover-from-directive", "restart"), ("as-written", "legacy"),
                 ("fallback-to-source-cluster", "legacy"), ("close-after-data-expires", "close"), ("all-fixes", "close"),
-                *([("as-written", "restart"), ("as-written", "close-lagging"), ("all-fixes", "close-restart"), ("as-written", "close-restart"),
-                   ("recover-from-directive", "close-restart"), ("close-after-brokers-switched", "close-lagging"),
+                *([("as-written", "restart"), ("as-written", "close-lagging"), ("all-fixes", "close-restart"),
+                   ("as-written", "close-restart"), ("recover-from-directive", "close-restart"), ("close-after-brokers-switched", "close-lagging"),
                    ("all-fixes", "legacy"), ("as-written", "cursor"), ("all-fixes", "cleanup")] if NIGHTLY else [])]
 
 
@@ -936,8 +936,8 @@ def test_step_for_step_pip373_checking_reports_the_explorers_verdicts_and_length
     fixes = {v.name for v in models.model_class("pip-373").variants if v.kind == "fix"} - {"all-fixes"}
     for variant in PIP373_VARIANTS if NIGHTLY else [v for v in PIP373_VARIANTS if v not in fixes]:
         for preset in z373.PRESETS:
-            explorer, z3_lengths = lengths_found_step_for_step("pip-373", variant, preset,
-                                                               broken_only=variant.startswith("mutant:") and not NIGHTLY)
+            broken_only = variant.startswith("mutant:") and not NIGHTLY
+            explorer, z3_lengths = lengths_found_step_for_step("pip-373", variant, preset, broken_only)
             assert z3_lengths == explorer, (variant, preset)
             if variant == "as-written":  # the findings of the properties the encoding states
                 stated = z373.Pip373Steps.properties
