@@ -97,8 +97,14 @@ def elect(m, s: State, a):
 def layout_changed(m, s: State, a):
     """Variant leader-watches-layout: the leader's watch on the topic's metadata fires; it reloads
     and recomputes the assignment ("Layout Change Propagation" 1-3)."""
-    b = a.param("broker")
-    return rebalance(m, _set_ctrl(s, b, loaded(s, s.ctrls[b])), b)
+    return _reload(m, s, a.param("broker"))
+
+
+def _reload(m, s: State, b: int) -> State:
+    """The controller reloads the metadata; variant leader-watches-layout: a leader reacts to the reload as
+    to any layout change, and recomputes the assignment."""
+    s = _set_ctrl(s, b, loaded(s, s.ctrls[b]))
+    return rebalance(m, s, b) if "leader-watches-layout" in m.fixes and s.ctrls[b].leader else s
 
 
 def learn_deposed(m, s: State, a):
@@ -140,12 +146,9 @@ def _request(m, s: State, b: int, kind: str, parents: tuple, **counted) -> State
     layout change the leader reacts to) and checks the request again, on the metadata the write
     would then be conditional on: accepted if its parents are still active there, else refused
     (the retried write merged with the failed one: nothing but this controller reads the reload)."""
-    c = s.ctrls[b]
-    if "op-intent" in m.fixes and c.version != s.version:
-        c = loaded(s, c)
-        s = _set_ctrl(s, b, c)
-        if "leader-watches-layout" in m.fixes:
-            s = rebalance(m, s, b)
+    if "op-intent" in m.fixes and s.ctrls[b].version != s.version:
+        s = _reload(m, s, b)
+        c = s.ctrls[b]
         try:
             new_layout(m, s, Op(kind, parents, (), c.version), c.layout)
         except LayoutError:
@@ -230,10 +233,8 @@ def cas_conflict(m, s: State, a):
     """Step 4 fails with BadVersion: "the update fails and must be retried". The controller reloads;
     if the parents are still active the operation starts over on the new layout, else it fails."""
     b, i = a.param("broker"), a.param("op")
-    c = loaded(s, s.ctrls[b])
-    s = _set_ctrl(s, b, c)
-    if "leader-watches-layout" in m.fixes and c.leader:
-        s = rebalance(m, s, b)  # the reload is a layout change the leader reacts to
+    s = _reload(m, s, b)
+    c = s.ctrls[b]
     op = c.ops[i]
     try:
         new_layout(m, s, op, c.layout)
