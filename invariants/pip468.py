@@ -169,6 +169,14 @@ def assignment_stale(m, s):
                for i, x in enumerate(s.consumers) if x.broker is not None and x.broker == s.lock)
 
 
+def unread_by_remaining(m, s):
+    """An acknowledged message is not delivered to the stream subscription while a consumer is connected to the
+    leader."""
+    sub = stream_sub(m)
+    return (sub is not None and any(x.broker is not None and x.broker == s.lock for x in s.consumers)
+            and any(u == sub for _, u in undelivered(s)))
+
+
 def departed(m, s):
     """A registered consumer is not connected to the leader (or there is no leader)."""
     return any(consumer_name(i) in s.registrations and (x.broker is None or x.broker != s.lock)
@@ -239,6 +247,14 @@ PROPERTIES.leads_to("departed-consumers-evicted", "A consumer that leaves and do
                     "Consumer Session Lifecycle: 'If the grace period expires, the leader deletes the "
                     "ConsumerRegistration from the metadata store and triggers a rebalance'",
                     trigger=departed,
+                    fair=tuple(a for a in SYSTEM if a != "connect"))  # a consumer may leave for good
+PROPERTIES.leads_to("remaining-consumers-served", "While a stream consumer stays connected to the leader, every "
+                    "acknowledged message is eventually delivered to the stream subscription, even if the other "
+                    "consumers leave for good",
+                    "Consumer Assignment: 'Each active segment is owned by exactly one consumer at any time'; Consumer "
+                    "Session Lifecycle: 'the leader deletes the ConsumerRegistration ... and triggers a rebalance for "
+                    "the remaining consumers'",
+                    trigger=unread_by_remaining,
                     fair=tuple(a for a in SYSTEM if a != "connect"))  # a consumer may leave for good
 PROPERTIES.leads_to("assignment-complete", "The persisted assignment converges to the round-robin of the current "
                     "active segments over the registered consumers, and each consumer connected to the "

@@ -144,8 +144,9 @@ def transitions(v: Vars, w: Vars, b, c, fixes=frozenset(), variant: str = "as-wr
         joining = _lambda(lambda x: z3.And(v.joining[x], z3.Not(dropped[x])))
     else:
         pend, on, joining = v.pend, v.on, v.joining
-    if "leader-watches-layout" in fixes:  # it rebalances at once on what it loaded
-        pend = z3.Store(pend, b, issued_from(pend[b], v.reg, v.reg, keeps, c, atomic))
+    if "leader-watches-layout" in fixes:  # it rebalances at once on what it loaded, one still connected here joining
+        members = z3.Store(v.members, b, _lambda(lambda x: z3.Or(v.reg[x], z3.And(on[x], v.at[x] == b))))
+        pend = z3.Store(pend, b, issued_from(pend[b], v.reg, members[b], keeps, c, atomic))
     t["elect"] = z3.And(*elected, w.members == members, w.pend == pend, w.on == on, w.joining == joining,
                         *v.keep(w, "held", "lock", "leader", "members", "pend", "on", "joining"))
     for label in REBALANCES:

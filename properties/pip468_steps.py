@@ -227,8 +227,15 @@ class Pip468Steps(StepEncoding):
                 out.update({f"pend{b}": -1, "joining": z3.And(v["joining"], z3.Not(dropped)),
                             "at": z3.If(dropped, -1, v["at"]), f"conn{b}": z3.And(live, z3.Not(dropped)),
                             f"timer{b}": z3.And(member, z3.Not(z3.And(live, z3.Not(dropped))))})
-            if watches:
-                out.update(self.rebalance(v, b, v["split"], member, v["reg"], out.get(f"pend{b}")))
+            if watches:  # one still connected here joins again; the others are pushed what was restored
+                here = out.get("at", v["at"]) == b
+                member = z3.Or(member, here)
+                out.update({f"member{b}": member, f"conn{b}": here, f"timer{b}": z3.And(member, z3.Not(here)),
+                            **self.rebalance(v, b, v["split"], member, v["reg"], out.get(f"pend{b}"))})
+                acting = z3.If(v["inbox"] != 0, v["inbox"], v["cview"])
+                push = z3.And(here, z3.Not(out.get("joining", v["joining"])), out[f"pend{b}"] == -1,
+                              out[f"assigned{b}"] != acting)
+                out["inbox"] = z3.If(push, out[f"assigned{b}"], v["inbox"])
             return out
         if action == "learn_deposed":
             return {f"timer{b}": False}

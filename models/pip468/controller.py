@@ -17,7 +17,7 @@ from pulsar_verify.values import FrozenMap, put, replace
 
 from .assignment import consumer_name, rebalance
 from .layout import LayoutError
-from .state import CAS, CREATE, DISCOVER, MERGE, NOTIFY, SPLIT, TERMINATE, Controller, Op, State, Topic
+from .state import ALL, CAS, CREATE, DISCOVER, MERGE, NOTIFY, SPLIT, TERMINATE, Controller, Op, State, Topic
 
 
 def actions(m, s: State):
@@ -68,7 +68,10 @@ def elect(m, s: State, a):
     """``initialize()``: load the metadata, win the election ("Failover" 3-4): restore every
     consumer registration and treat each consumer as just disconnected, with a fresh grace timer
     -- except one whose connection to this broker is still open, as "the leader observes the
-    consumer's connection state directly" (a broker re-elected after losing its session)."""
+    consumer's connection state directly" (a broker re-elected after losing its session). Variant
+    leader-watches-layout: it then rebalances against the layout it loaded; a consumer still connected to
+    it with no registration (evicted meanwhile by another leader) is taken as joining, and each other one
+    connected is pushed the assignment restored for it, which it may never have been told."""
     b = a.param("broker")
     if m.config.variant == "mutant:elect-drops-connections":
         s = replace(s, consumers=tuple(replace(x, broker=None, inbox=None, joining=False) if x.broker == b else x
@@ -88,10 +91,24 @@ def elect(m, s: State, a):
     if "op-intent" in m.fixes and s.intent and s.intent not in {(op.kind, op.parents) for op in c.ops}:
         # the new leader resumes the persisted operation (operations of an earlier term it still runs are others)
         c = replace(c, ops=c.ops + (op_on(c, *s.intent),))
-    s = replace(_set_ctrl(s, b, c), lock=b)
     if "leader-watches-layout" in m.fixes:
-        s = rebalance(m, s, b)
-    return s
+        adopted = frozenset(consumer_name(i) for i, x in enumerate(s.consumers) if x.broker == b) - members
+        c = replace(c, members=c.members | adopted, connected=c.connected | adopted)
+    s = replace(_set_ctrl(s, b, c), lock=b)
+    return _push_restored(rebalance(m, s, b), b) if "leader-watches-layout" in m.fixes else s
+
+
+def _push_restored(s: State, b: int) -> State:
+    """Variant leader-watches-layout: the new leader pushes each consumer connected to it the assignment it
+    restored, unless a write of it is pending (the write's completion pushes it)."""
+    c = s.ctrls[b]
+    consumers = list(s.consumers)
+    for i, x in enumerate(s.consumers):
+        name = consumer_name(i)
+        if name in c.connected and not x.joining and not (name in c.writes or ALL in c.writes):
+            if c.assigned.get(name, ()) != (x.view if x.inbox is None else x.inbox):
+                consumers[i] = replace(x, inbox=c.assigned.get(name, ()))
+    return replace(s, consumers=tuple(consumers))
 
 
 def layout_changed(m, s: State, a):

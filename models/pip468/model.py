@@ -24,7 +24,9 @@ FIXES = {
     "atomic-registrations": "a rebalance persists every changed registration in one write (the subscription's "
                             "SubscriptionMetadata, or a metadata multi-op), not one key at a time",
     "leader-watches-layout": "the leader rebalances against the layout it loads when elected, and watches the "
-                             "metadata so a change it did not make (a deposed leader's CAS) is reloaded too",
+                             "metadata so a change it did not make (a deposed leader's CAS) is reloaded too; "
+                             "elected with consumers still connected to it (from its earlier term), it takes one "
+                             "with no registration as joining and pushes the others the assignment it restored",
 }
 MUTANTS = {
     "mutant:cas-before-terminate": "step 4 before step 3 (checks sealed-accepts-no-write, one-writable-segment)",
