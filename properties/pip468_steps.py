@@ -345,9 +345,17 @@ class Pip468Steps(StepEncoding):
                 **{f"{k}{b}_{s}": False for k in ("prop", "psplit") for s in self.new_subs},
                 **{f"ppos{b}_{s}": 0 for s in self.new_subs}, "lock": z3.If(v["lock"] == b, -1, v["lock"]), "failovers": v["failovers"] + 1,
                 **self.coordinator(v, b, "crash")})
-        blocked = z3.And(intent, v["intent"]) if intent else z3.BoolVal(False)
-        out[f"request_split({b})"] = (z3.And(leader, z3.Not(blocked), v["splits"] < self.splits, z3.Not(v[f"csplit{b}"])), {
-            **self.fresh_op(v, b), "splits": v["splits"] + 1, **({"intent": True} if intent else {})})
+        guard = z3.And(leader, v["splits"] < self.splits, z3.Not(v[f"csplit{b}"]))
+        if intent:  # written under the lock and the layout's version: on BadVersion reload, and check again
+            stale, accepted = v[f"cversion{b}"] != v["version"], z3.Not(v["split"])
+            reload = {**self.loaded(v, b), **(self.coordinator(v, b, "layout_changed")
+                                              if "leader-watches-layout" in self.fixes else {})}
+            start = {**self.fresh_op(v, b), f"base{b}": v["version"], "splits": v["splits"] + 1, "intent": True}
+            changes = {k: z3.If(stale, z3.If(accepted, start.get(k, x), x), start.get(k, v[k]))
+                       for k, x in {**{k: v[k] for k in start}, **reload}.items()}
+            out[f"request_split({b})"] = (z3.And(guard, z3.Not(v["intent"]), v["lock"] == b), changes)
+        else:
+            out[f"request_split({b})"] = (guard, {**self.fresh_op(v, b), "splits": v["splits"] + 1})
         if "subs-in-metadata" in self.fixes:
             found = {f"osub{b}_{s}": v[f"csub{b}_{s}"] for s in self.subs}
         else:
