@@ -307,11 +307,13 @@ class Pip468Steps(StepEncoding):
 
     def propagate(self, v, b, s) -> dict:
         """One Segments ``createSubscription``: a cursor at the end of the next segment (0, or the children
-        1 and 2 of a split layout) unless it has one; after the last, the admin call succeeds."""
+        1 and 2 of a split layout) unless it has one; after the last, the admin call succeeds (the mutant
+        created-after-first-segment: after the first)."""
         split, pos = v[f"psplit{b}_{s}"], v[f"ppos{b}_{s}"]
         last = z3.Or(z3.Not(split), pos == 1)
+        succeeds = z3.BoolVal(True) if self.variant == "mutant:created-after-first-segment" else last
         changes = {f"prop{b}_{s}": z3.Not(last), f"ppos{b}_{s}": z3.If(last, 0, pos + 1),
-                   f"psplit{b}_{s}": z3.And(split, z3.Not(last)), f"created_{s}": z3.Or(v[f"created_{s}"], last)}
+                   f"psplit{b}_{s}": z3.And(split, z3.Not(last)), f"created_{s}": z3.Or(v[f"created_{s}"], succeeds)}
         for seg in SEGMENTS:
             here = z3.Not(split) if seg == 0 else z3.And(split, pos == seg - 1)
             cursor = v[f"cursor{seg}_{s}"]
