@@ -218,24 +218,26 @@ class Pip468Steps(StepEncoding):
         watches = "leader-watches-layout" in self.fixes
         member, assigned = v[f"member{b}"], v[f"assigned{b}"]
         if action == "elect":  # restore the registrations; the consumer still connected here stays so
+            out, at, joining, inbox = {}, v["at"], v["joining"], v["inbox"]
+            if self.variant == "mutant:elect-drops-connections":  # it first closes the connections to it
+                gone = at == b
+                at, joining, inbox = z3.If(gone, -1, at), z3.And(joining, z3.Not(gone)), z3.If(gone, 0, inbox)
             member = v["reg"] != 0
-            live = z3.And(v["at"] == b, member)
-            out = {f"member{b}": member, f"conn{b}": live, f"timer{b}": z3.And(member, z3.Not(live)),
-                   f"assigned{b}": v["reg"]}
             if "fenced-registrations" in self.fixes:  # writes issued under an earlier lock fail
-                dropped = z3.And(v[f"pend{b}"] != -1, v["joining"], v["at"] == b)  # told, so disconnected
-                out.update({f"pend{b}": -1, "joining": z3.And(v["joining"], z3.Not(dropped)),
-                            "at": z3.If(dropped, -1, v["at"]), f"conn{b}": z3.And(live, z3.Not(dropped)),
-                            f"timer{b}": z3.And(member, z3.Not(z3.And(live, z3.Not(dropped))))})
-            if watches:  # one still connected here joins again; the others are pushed what was restored
-                here = out.get("at", v["at"]) == b
+                dropped = z3.And(v[f"pend{b}"] != -1, joining, at == b)  # told, so disconnected
+                out[f"pend{b}"] = -1
+                at, joining = z3.If(dropped, -1, at), z3.And(joining, z3.Not(dropped))
+            here = at == b
+            if watches:  # one still connected here joins again
                 member = z3.Or(member, here)
-                out.update({f"member{b}": member, f"conn{b}": here, f"timer{b}": z3.And(member, z3.Not(here)),
-                            **self.rebalance(v, b, v["split"], member, v["reg"], out.get(f"pend{b}"))})
-                acting = z3.If(v["inbox"] != 0, v["inbox"], v["cview"])
-                push = z3.And(here, z3.Not(out.get("joining", v["joining"])), out[f"pend{b}"] == -1,
-                              out[f"assigned{b}"] != acting)
-                out["inbox"] = z3.If(push, out[f"assigned{b}"], v["inbox"])
+            live = z3.And(here, member)
+            out.update({f"member{b}": member, f"conn{b}": live, f"timer{b}": z3.And(member, z3.Not(live)),
+                        f"assigned{b}": v["reg"], "at": at, "joining": joining, "inbox": inbox})
+            if watches:  # it rebalances, and pushes the one connected here what was restored
+                out.update(self.rebalance(v, b, v["split"], member, v["reg"], out.get(f"pend{b}")))
+                acting = z3.If(inbox != 0, inbox, v["cview"])
+                push = z3.And(here, z3.Not(joining), out[f"pend{b}"] == -1, out[f"assigned{b}"] != acting)
+                out["inbox"] = z3.If(push, out[f"assigned{b}"], inbox)
             return out
         if action == "learn_deposed":
             return {f"timer{b}": False}
