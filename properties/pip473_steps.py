@@ -62,7 +62,8 @@ class Pip473Steps(StepEncoding):
         self.fixes = self.fixes_of(v)
         self.fair = SYSTEM
         self.config = config
-        self.size = config.writes + config.nontxn  # the most entries the log can hold
+        self.copies = 2 if config.variant == "mutant:double-append" else 1  # entries a send's append writes
+        self.size = config.writes * self.copies + config.nontxn  # the most entries the log can hold
 
     # -- the state -------------------------------------------------------------------------------
     def vars(self, tag: str) -> StateVars:
@@ -127,8 +128,9 @@ class Pip473Steps(StepEncoding):
     def entry(self, v, index):
         return v.select("entry{}", index, range(self.size), z3.IntVal(0))
 
-    def appended(self, v, txn) -> dict:
-        return {"n": v["n"] + 1, **{f"entry{i}": z3.If(v["n"] == i, txn, v[f"entry{i}"]) for i in range(self.size)}}
+    def appended(self, v, txn, copies: int = 1) -> dict:
+        return {"n": v["n"] + copies, **{f"entry{i}": z3.If(z3.And(v["n"] <= i, i < v["n"] + copies), txn,
+                                                            v[f"entry{i}"]) for i in range(self.size)}}
 
     # -- the actions -----------------------------------------------------------------------------
     def actions(self, v) -> dict:
@@ -179,7 +181,7 @@ class Pip473Steps(StepEncoding):
         out["send_conflict"] = (z3.And(may_send, check != OPEN), {"failed": True, "sends": v["sends"] + 1})
         stage = v["pub"]
         out["pub_append"] = (z3.And(up, stage == APPEND, z3.Not(v["sealed"]), v["n"] < self.size),
-                             {**self.appended(v, 1), "pub": PUT, "ppos": v["n"]})
+                             {**self.appended(v, 1, self.copies), "pub": PUT, "ppos": v["n"] + self.copies - 1})
         out["pub_terminated"] = (z3.And(up, stage == APPEND, v["sealed"]),
                                  {"pub": 0, "ppos": -1, "sends": v["sends"] - 1})
         out["pub_put"] = (z3.And(up, stage == PUT), {"op": True, "opos": v["ppos"], "wseq": v["seq"],
