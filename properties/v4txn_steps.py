@@ -148,7 +148,11 @@ class Steps(StepEncoding):
                     f"decided{t}": z3.If(decided == 0, want, decided)})
             out[f"tc_retry({t})"] = (v[f"rpc{t}"] == FAILED, {f"rpc{t}": SENT})
             final = z3.If(tc == COMMITTING, COMMITTED, ABORTED)
-            out[f"tc_end({t})"] = (z3.And(z3.Or(tc == COMMITTING, tc == ABORTING),
+            others_done = z3.BoolVal(True)
+            if self.variant == "mutant:tc-ends-one-at-a-time":  # no other txn open or ending meanwhile
+                others_done = z3.And(True, *[z3.Not(z3.Or(v[f"phase{x}"] == OPENED, v[f"phase{x}"] == ENDED))
+                                             for x in self.txns if x != t])
+            out[f"tc_end({t})"] = (z3.And(z3.Or(tc == COMMITTING, tc == ABORTING), others_done,
                                           z3.Or(v[f"rpc{t}"] == 0, v[f"rpc{t}"] == ANSWERED)),
                                    {f"tc{t}": final, f"rpc{t}": 0, f"phase{t}": DONE, f"outcome{t}": final})
             ongoing = v[f"ongoing{t}"]
