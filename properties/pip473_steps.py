@@ -237,7 +237,8 @@ class Pip473Steps(StepEncoding):
             out.update(self.ack_actions(v))
         if cfg.trim:
             trimmed = z3.And(v["op"], v["opos"] == v["first"]) if "keep-decisions-with-data" in fixes else False
-            out["trim"] = (z3.And(v["first"] < v["n"], read > v["first"]), {
+            live = z3.BoolVal(True) if self.variant == "mutant:trim-while-down" else up  # a down broker trims nothing
+            out["trim"] = (z3.And(live, v["first"] < v["n"], read > v["first"]), {
                 "first": v["first"] + 1, **{k: z3.If(trimmed, x, v[k]) for k, x in self.delete_op(v).items()}})
         return out
 
