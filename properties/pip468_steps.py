@@ -351,12 +351,13 @@ class Pip468Steps(StepEncoding):
                 **self.coordinator(v, b, "crash")})
         guard = z3.And(leader, v["splits"] < self.splits, z3.Not(v[f"csplit{b}"]))
         if intent:  # written under the lock and the layout's version: on BadVersion reload, and check again
-            stale, accepted = v[f"cversion{b}"] != v["version"], z3.Not(v["split"])
+            stale = v[f"cversion{b}"] != v["version"]
             reload = {**self.loaded(v, b), **(self.coordinator(v, b, "layout_changed")
                                               if "leader-watches-layout" in self.fixes else {})}
             start = {**self.fresh_op(v, b), f"base{b}": v["version"], "splits": v["splits"] + 1, "intent": True}
-            changes = {k: z3.If(stale, z3.If(accepted, start.get(k, x), x), start.get(k, v[k]))
-                       for k, x in {**{k: v[k] for k in start}, **reload}.items()}
+            accepted = z3.Or(z3.Not(stale), z3.Not(v["split"]))  # the reloaded layout still has the parent
+            changes = {**{k: z3.If(stale, x, v[k]) for k, x in reload.items()},
+                       **{k: z3.If(accepted, x, v[k]) for k, x in start.items()}}  # disjoint keys
             out[f"request_split({b})"] = (z3.And(guard, z3.Not(v["intent"]), v["lock"] == b), changes)
         else:
             out[f"request_split({b})"] = (guard, {**self.fresh_op(v, b), "splits": v["splits"] + 1})

@@ -548,8 +548,9 @@ def test_the_dispatch_proofs_fail_as_written_where_the_findings_do_and_broken_st
 ACTIVE_CASES = [("recover-from-directive", "restart"), ("as-written", "legacy"),
                 ("fallback-to-source-cluster", "legacy"), ("close-after-data-expires", "close"), ("all-fixes", "close"),
                 *([("as-written", "restart"), ("as-written", "close-lagging"), ("all-fixes", "close-restart"),
-                   ("as-written", "close-restart"), ("recover-from-directive", "close-restart"), ("close-after-brokers-switched", "close-lagging"),
-                   ("all-fixes", "legacy"), ("as-written", "cursor"), ("all-fixes", "cleanup")] if NIGHTLY else [])]
+                   ("as-written", "close-restart"), ("recover-from-directive", "close-restart"),
+                   ("close-after-brokers-switched", "close-lagging"), ("all-fixes", "legacy"), ("as-written", "cursor"),
+                   ("all-fixes", "cleanup")] if NIGHTLY else [])]
 
 
 @pytest.mark.parametrize("case", ACTIVE_CASES, ids="/".join)
