@@ -71,7 +71,8 @@ def elect(m, s: State, a):
     consumer's connection state directly" (a broker re-elected after losing its session). Variant
     leader-watches-layout: it then rebalances against the layout it loaded; a consumer still connected to
     it with no registration (evicted meanwhile by another leader) is taken as joining, and each other one
-    connected is pushed the assignment restored for it, which it may never have been told."""
+    connected is pushed the assignment restored for it, which it may never have been told. One step with the
+    election: all of it is in the broker's memory, and its writes land and its pushes arrive by steps of their own."""
     b = a.param("broker")
     if m.config.variant == "mutant:elect-drops-connections":
         s = replace(s, consumers=tuple(replace(x, broker=None, inbox=None, joining=False) if x.broker == b else x
