@@ -9,6 +9,9 @@ protocol model at each of its in-process bound sets (what checking a real model 
 interchangeable actors, the run is the reduced one, and the full search of the same bound set follows:
 the reduction factor is its states over the reduced run's, with its seconds.
 
+The explorer and the models run compiled (``pulsar-verify compile``, done first; ``--source``: from source);
+``--both`` runs each case from source, then compiled, and prints the speed-up compiling gives.
+
 With ``spin`` installed (``apt-get install spin``), the Spin reference run of PIP-473
 (``../shared/anchors/spin/run.sh``: a compiled explicit-state checker on a Promela model of the same
 protocol, reachability only, one core) runs last, and its states/s is compared with pip-473
@@ -16,9 +19,10 @@ protocol, reachability only, one core) runs last, and its states/s is compared w
 per state explored, not state spaces.
 
     python bench/explore_speed.py            # all cases, then Spin
-    python bench/explore_speed.py --case pip-473/faults
+    python bench/explore_speed.py --case pip-473/faults [--json]
     python bench/explore_speed.py --spin-only
     python bench/explore_speed.py --case pip-473/faults --repeat 5   # the fastest of 5 (wall time is noisy here)
+    python bench/explore_speed.py --both --case pip-473/faults       # from source, then compiled
 """
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ from pathlib import Path
 import attrs
 
 
-from pulsar_verify import registry
+from pulsar_verify import compiled, registry
 from pulsar_verify.explorer import Explorer
 from pulsar_verify.model import Config, Model, PropertySet, act
 
@@ -127,7 +131,8 @@ def run_case(case: str, repeat: int = 1) -> dict:
     cores = os.cpu_count() or 1
     rw = fastest(model, repeat, workers=cores) if cores > 1 and case != "registers" else None
     r = fastest(model, repeat)
-    out = {"case": case, "states": r.distinct_states, "transitions": r.transitions,
+    out = {"case": case, "compiled": not sys.modules[Explorer.__module__].__file__.endswith(".py"),
+           "states": r.distinct_states, "transitions": r.transitions,
            "seconds": round(r.seconds, 2), "states_per_s": round(r.states_per_second),
            "peak_mb": round(r.peak_rss_mb)}
     if rw is not None:  # the search on every core: the same run, in less time
@@ -177,37 +182,60 @@ def print_spin(ours: dict | None) -> None:
         print(line, flush=True)
 
 
+def measure(case: str, repeat: int, source: bool) -> dict:
+    env = {**os.environ, "PULSAR_VERIFY_COMPILED": "0" if source else "1"}
+    proc = subprocess.run([sys.executable, __file__, "--case", case, "--repeat", str(repeat), "--json"],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode:
+        return {"case": case, "error": proc.stderr.strip().splitlines()[-1]}
+    return json.loads(proc.stdout)
+
+
+def row(r: dict, source_s: float | None) -> str:
+    if "error" in r:
+        return f"{r['case']:<34} failed: {r['error']}"
+    vs = f"{source_s / r['seconds']:.2f}" if source_s else "-"
+    return (f"{r['case']:<34} {'yes' if r['compiled'] else 'no':>8} {r['states']:>9,} {r['transitions']:>12,} "
+            f"{r['seconds']:>8} {r['states_per_s']:>9,} {r['peak_mb']:>8} {r.get('all_cores_s', '-'):>11} "
+            f"{r.get('speedup', '-'):>8} {r.get('per_core', '-'):>8} {r.get('with_liveness_s', '-'):>11} "
+            f"{r.get('reduction', 1):>9} {r.get('full_s', '-'):>7} {vs:>10}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case")
     ap.add_argument("--spin-only", action="store_true",
                     help="only the Spin reference (and pip-473/faults for the ratio)")
     ap.add_argument("--repeat", type=int, default=1, help="time each search this many times and keep the fastest")
+    ap.add_argument("--source", action="store_true", help="run the models from source, not compiled")
+    ap.add_argument("--both", action="store_true", help="each case from source, then compiled")
+    ap.add_argument("--json", action="store_true", help="with --case: the figures as one JSON object")
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
-    if args.case:
+    if args.case and args.json:
         print(json.dumps(run_case(args.case, args.repeat)))
         return
+    if not args.source:
+        built, why = compiled.build(say=lambda line: print(line, flush=True))
+        if why:
+            print(f"running from source: {why}")
     faults = None
-    print(f"{'case':<34} {'states':>9} {'transitions':>12} {'seconds':>8} {'states/s':>9} {'peak MB':>8} "
-          f"{'all cores s':>11} {'speed-up':>8} {'/s/core':>8} {'+liveness s':>11} {'reduction':>9} "
-          f"{'full s':>7}")
-    for case in (["pip-473/faults"] if args.spin_only else cases()):
-        proc = subprocess.run([sys.executable, __file__, "--case", case, "--repeat", str(args.repeat)],
-                              capture_output=True, text=True)
-        if proc.returncode:
-            print(f"{case:<22} failed: {proc.stderr.strip().splitlines()[-1]}")
-            continue
-        r = json.loads(proc.stdout)
-        print(f"{r['case']:<34} {r['states']:>9,} {r['transitions']:>12,} {r['seconds']:>8} "
-              f"{r['states_per_s']:>9,} {r['peak_mb']:>8} {r.get('all_cores_s', '-'):>11} "
-              f"{r.get('speedup', '-'):>8} {r.get('per_core', '-'):>8} {r.get('with_liveness_s', '-'):>11} "
-              f"{r.get('reduction', 1):>9} {r.get('full_s', '-'):>7}",
-              flush=True)
+    print(f"{'case':<34} {'compiled':>8} {'states':>9} {'transitions':>12} {'seconds':>8} {'states/s':>9} "
+          f"{'peak MB':>8} {'all cores s':>11} {'speed-up':>8} {'/s/core':>8} {'+liveness s':>11} {'reduction':>9} "
+          f"{'full s':>7} {'vs source':>10}")
+    chosen = [args.case] if args.case else ["pip-473/faults"] if args.spin_only else cases()
+    for case in chosen:
+        source = measure(case, args.repeat, True) if args.both or args.source else None
+        if source is not None:
+            print(row(source, None), flush=True)
+        r = source if args.source else measure(case, args.repeat, False)
+        if r is not source:
+            print(row(r, source.get("seconds") if source else None), flush=True)
         if case == "pip-473/faults":
             faults = r
-    print_spin(faults)
+    if not args.case:
+        print_spin(faults)
 
 
 if __name__ == "__main__":

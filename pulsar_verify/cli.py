@@ -147,6 +147,11 @@ def parser() -> argparse.ArgumentParser:
                     help="the mutation harness's report whose scores the index shows (default: the recorded scores)")
     rv.add_argument("--update-expectations", action="store_true",
                     help="record this run's verdicts as the expected ones (deliberately)")
+    rv.add_argument("--no-compile", dest="compile", action="store_false",
+                    help="run the models from source, without compiling them first (see `compile`)")
+
+    sub.add_parser("compile", help="compile the explorer and the models with Cython into the cache, for the "
+                                   "source as it is (an edited module runs from source until compiled again)")
 
     mu = sub.add_parser("mutation", help="mutation score: small changes to the models' code, each run until a "
                                          "verdict changes (exit 1 when a model's score drops below its floor)")
@@ -360,9 +365,35 @@ def cmd_prove(args) -> int:
     return 0 if all(r["verdict"] == PROVED for r in rows) else 1
 
 
-def cmd_review(args) -> int:
-    from . import review
+def _compile() -> int:
+    """``compiled.build``: the count compiled, or a ``UsageError`` saying why nothing can be."""
+    from . import compiled
 
+    if not compiled.enabled():
+        raise UsageError("PULSAR_VERIFY_COMPILED=0 turns the compiled modules off")
+    built, why = compiled.build(say=lambda line: print(line, file=sys.stderr))
+    if why:
+        raise UsageError(f"cannot compile: {why}")
+    return built
+
+
+def cmd_compile(args) -> int:
+    _compile()
+    return 0
+
+
+def cmd_review(args) -> int:
+    from . import compiled, review
+
+    if args.compile and compiled.enabled():
+        try:
+            _compile()
+        except UsageError as exc:
+            print(f"pulsar-verify: running the models from source ({exc})", file=sys.stderr)
+        if args.argv is not None and compiled.loaded_from_source() and not os.environ.get("PULSAR_VERIFY_REEXEC"):
+            # this process imported them from source before they were compiled: start again on the compiled ones
+            os.environ["PULSAR_VERIFY_REEXEC"] = "1"
+            os.execv(sys.executable, [sys.executable, "-m", "pulsar_verify", *args.argv])
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     for e in engines:
         if e not in review.ENGINES:
@@ -460,7 +491,7 @@ def _agreement(args) -> int:
 
 
 COMMANDS = {"list": cmd_list, "explore": cmd_explore, "swarm": cmd_swarm, "replay": cmd_replay, "prove": cmd_prove,
-            "review": cmd_review, "mutation": cmd_mutation}
+            "review": cmd_review, "mutation": cmd_mutation, "compile": cmd_compile}
 
 
 def internal_error(exc: BaseException) -> str:
@@ -483,6 +514,7 @@ def internal_error(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
+        args.argv = sys.argv[1:] if argv is None else None  # the command line, to start again with (review)
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"pulsar-verify: error: {exc}", file=sys.stderr)

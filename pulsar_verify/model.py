@@ -74,8 +74,8 @@ class Property:
     on: frozenset = frozenset()  # an action property: the labels it constrains (empty: every step)
 
     def __reduce__(self):
-        if not self.model:
-            return super().__reduce__()
+        if not self.model:  # object's, by name: a compiled attrs class has no ``__class__`` cell for super()
+            return object.__reduce__(self)
         return _declared_property, (self.model, self.id)
 
 
