@@ -29,7 +29,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 # the explorer's hot path beside the models: the search loop, actions and values, fingerprints, symmetry
 CORE = ("explorer", "model", "values", "fingerprint", "merkle", "symmetry")
-FLAGS = ("-O1", "-g0")  # -O1: a third of -O2's compile time, and no step measured slower
+# a third of the default -O3 -g's compile time (23 s against 73 s for pip-473's modules and the core), and a run
+# within this machine's noise of it
+FLAGS = ("-O1", "-g0")
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True}
 
 
@@ -75,16 +77,31 @@ def _module_of(filename: str) -> str:
 
 
 def uncompilable(source: str) -> str:
-    """Why the module cannot run compiled with the same meaning, or "": a method of an attrs class that calls
-    ``super()`` without arguments or names ``__class__`` (attrs makes a slotted class anew and repoints its
-    methods' ``__class__`` cell, which a compiled function does not have: its ``super()`` names the class
-    attrs discarded)."""
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ClassDef) and any("attr" in ast.unparse(d) for d in node.decorator_list):
-            for inner in ast.walk(node):
-                if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "super"
-                        and not inner.args) or (isinstance(inner, ast.Name) and inner.id == "__class__"):
-                    return f"attrs class {node.name} calls super() (line {inner.lineno})"
+    """Why the module cannot run compiled with the same meaning, or "". A compiled function has no ``__class__``
+    cell where Python makes one implicitly, so ``super()`` without arguments fails or names another class:
+    - in a method of an attrs class (attrs makes a slotted class anew and repoints its methods' cell, which a
+      compiled method does not have: its ``super()`` names the class attrs discarded);
+    - in a comprehension, lambda or function nested in a method (Cython gives it no cell: a RuntimeError)."""
+    def calls_super(node) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" \
+            and not node.args
+
+    nested = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda, ast.FunctionDef)
+    for cls in ast.walk(ast.parse(source)):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        if any("attr" in ast.unparse(d) for d in cls.decorator_list):
+            for inner in ast.walk(cls):
+                if calls_super(inner) or (isinstance(inner, ast.Name) and inner.id == "__class__"):
+                    return f"attrs class {cls.name} calls super() (line {inner.lineno})"
+        for method in cls.body:
+            if isinstance(method, ast.FunctionDef):
+                for scope in ast.walk(method):
+                    if isinstance(scope, nested) and scope is not method:
+                        for inner in ast.walk(scope):
+                            if calls_super(inner):
+                                return f"{cls.name}.{method.name} calls super() in a nested scope (line " \
+                                       f"{inner.lineno})"
     return ""
 
 
@@ -168,12 +185,16 @@ def build(names: list[str] | None = None, *, jobs: int | None = None, say=print)
             shutil.copyfile(src, where)
             exts.append(Extension(name, [str(where)], extra_compile_args=list(FLAGS)))
         jobs = jobs or os.cpu_count() or 1
-        exts = cythonize(exts, compiler_directives=DIRECTIVES, nthreads=jobs, quiet=True,
-                         build_dir=str(Path(tmp, "c")))
-        cmd = Distribution({"ext_modules": exts}).get_command_obj("build_ext")
-        cmd.build_lib, cmd.build_temp, cmd.parallel = str(Path(tmp, "lib")), str(Path(tmp, "o")), jobs
-        cmd.ensure_finalized()
-        cmd.run()
+        try:
+            exts = cythonize(exts, compiler_directives=DIRECTIVES, nthreads=jobs, quiet=True,
+                             build_dir=str(Path(tmp, "c")))
+            cmd = Distribution({"ext_modules": exts}).get_command_obj("build_ext")
+            cmd.build_lib, cmd.build_temp, cmd.parallel = str(Path(tmp, "lib")), str(Path(tmp, "o")), jobs
+            cmd.ensure_finalized()
+            cmd.run()
+        except Exception as exc:  # noqa: BLE001 - Cython's or the C compiler's error: the models run from source
+            lines = str(exc).strip().splitlines()
+            return 0, f"compiling failed: {lines[-1] if lines else type(exc).__name__}"
         for name, src in todo.items():
             out, part = _cached(name, src, cache), cache / f".{name}.{os.getpid()}.part"
             shutil.copyfile(cmd.get_ext_fullpath(name), part)

@@ -65,8 +65,20 @@ def test_compile_says_in_one_line_when_it_is_turned_off(monkeypatch, capsys):
     assert capsys.readouterr().err.strip().count("\n") == 0
 
 
-def test_an_attrs_class_calling_super_stays_source():
+def test_a_module_whose_super_call_would_break_compiled_stays_source():
     source = "import attrs\n@attrs.frozen\nclass A:\n    def __reduce__(self):\n        return super().__reduce__()\n"
     assert compiled.uncompilable(source) == "attrs class A calls super() (line 5)"
     assert compiled.uncompilable(source.replace("@attrs.frozen\n", "")) == ""
+    nested = "class B(A):\n    def f(self):\n        return [x for x in super().f()]\n"
+    assert compiled.uncompilable(nested) == "B.f calls super() in a nested scope (line 3)"
     assert [name for name, src in compiled.hot_modules().items() if compiled.uncompilable(src.read_text())] == []
+
+
+def test_a_failed_compile_leaves_the_source_in_use(monkeypatch, tmp_path):
+    def fails(*args, **kw):
+        raise RuntimeError("Error compiling Cython file:\nvalues.py:1:0: a syntax Cython rejects")
+    monkeypatch.setattr("Cython.Build.cythonize", fails)
+    monkeypatch.setenv("PULSAR_VERIFY_COMPILED_DIR", str(tmp_path))
+    assert compiled.build(["pulsar_verify.values"], say=lambda line: None) == (
+        0, "compiling failed: values.py:1:0: a syntax Cython rejects")
+    assert list(tmp_path.iterdir()) == []

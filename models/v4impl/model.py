@@ -212,8 +212,9 @@ class V4Impl(V4Txn):
         cfg = self.config
         n = cfg.topics
         subs = ((Consumer(),) * cfg.consumers,) * n if cfg.consumers else ()
+        v4 = super().init_states()  # here, not in the comprehension: compiled, that has no __class__ cell
         return [ImplState(**{f.name: getattr(s, f.name) for f in attrs.fields(type(s))},
                           loaded=(False,) * n, tb_phase=(first_snapshot.READY,) * n, low_water=(0,) * n,
                           max_read=(-1,) * n, reader=Reader(), consumers=subs, replay=(frozenset(),) * n,
                           pending=(FrozenMap(),) * n)
-                for s in super().init_states()]
+                for s in v4]
