@@ -372,28 +372,22 @@ def _compile() -> int:
     if not compiled.enabled():
         raise UsageError("PULSAR_VERIFY_COMPILED=0 turns the compiled modules off")
     built, why = compiled.build(say=lambda line: print(line, file=sys.stderr))
-    if why:
+    if why:  # checked once the work is asked for: the review's own inputs are checked before it compiles
         raise UsageError(f"cannot compile: {why}")
     return built
 
 
 def cmd_compile(args) -> int:
-    _compile()
+    from . import compiled
+
+    if not _compile():
+        print(f"the cache has every module compiled from its current source: {compiled.cache_dir()}", file=sys.stderr)
     return 0
 
 
 def cmd_review(args) -> int:
     from . import compiled, review
 
-    if args.compile and compiled.enabled():
-        try:
-            _compile()
-        except UsageError as exc:
-            print(f"pulsar-verify: running the models from source ({exc})", file=sys.stderr)
-        if args.argv is not None and compiled.loaded_from_source() and not os.environ.get("PULSAR_VERIFY_REEXEC"):
-            # this process imported them from source before they were compiled: start again on the compiled ones
-            os.environ["PULSAR_VERIFY_REEXEC"] = "1"
-            os.execv(sys.executable, [sys.executable, "-m", "pulsar_verify", *args.argv])
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     for e in engines:
         if e not in review.ENGINES:
@@ -405,6 +399,16 @@ def cmd_review(args) -> int:
             json.loads(args.mutation.read_text())["models"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"--mutation {args.mutation}: not a mutation report ({exc})") from None
+    if args.compile and compiled.enabled():
+        review.read_expectations(args.expectations, classes, args.update_expectations)  # bad input: before compiling
+        try:
+            _compile()
+        except UsageError as exc:
+            print(f"pulsar-verify: running the models from source ({exc})", file=sys.stderr)
+        if args.argv is not None and compiled.loaded_from_source() and not os.environ.get("PULSAR_VERIFY_REEXEC"):
+            # this process imported them from source before they were compiled: start again on the compiled ones
+            os.environ["PULSAR_VERIFY_REEXEC"] = "1"
+            os.execv(sys.executable, [sys.executable, "-m", "pulsar_verify", *args.argv])
     return review.run(classes, engines=engines, out=args.out.absolute(), master=args.master, nightly=args.nightly,
                       expectations=args.expectations, update=args.update_expectations, workers=args.workers,
                       mutation=args.mutation)

@@ -82,3 +82,11 @@ def test_a_failed_compile_leaves_the_source_in_use(monkeypatch, tmp_path):
     assert compiled.build(["pulsar_verify.values"], say=lambda line: None) == (
         0, "compiling failed: values.py:1:0: a syntax Cython rejects")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_review_checks_its_input_before_compiling(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("PULSAR_VERIFY_COMPILED", "1")
+    monkeypatch.setenv("PULSAR_VERIFY_COMPILED_DIR", str(tmp_path / "cache"))
+    assert cli.main(["review", "--expectations", str(tmp_path / "missing.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()
