@@ -372,7 +372,7 @@ def _compile() -> int:
     if not compiled.enabled():
         raise UsageError("PULSAR_VERIFY_COMPILED=0 turns the compiled modules off")
     built, why = compiled.build(say=lambda line: print(line, file=sys.stderr))
-    if why:  # checked once the work is asked for: the review's own inputs are checked before it compiles
+    if why:
         raise UsageError(f"cannot compile: {why}")
     return built
 

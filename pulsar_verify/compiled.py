@@ -68,8 +68,9 @@ def _key(source: bytes) -> str:
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
-def _cached(name: str, source: Path, cache: Path) -> Path:
-    return cache / f"{name}.{_key(source.read_bytes())}{SUFFIX}"
+def _cached(name: str, source: Path, cache: Path, text: bytes | None = None) -> Path:
+    """Where the cache keeps ``name`` compiled from ``text`` (default: the source file as it is now)."""
+    return cache / f"{name}.{_key(source.read_bytes() if text is None else text)}{SUFFIX}"
 
 
 def _module_of(filename: str) -> str:
@@ -153,36 +154,41 @@ def loaded_from_source() -> list[str]:
 def build(names: list[str] | None = None, *, jobs: int | None = None, say=print) -> tuple[int, str]:
     """Compile the hot modules (or ``names``) the cache does not have for their current source. Returns
     (modules compiled, why none could be: empty when they could). Nothing is written to the cache but
-    whole files, each moved in place when built."""
+    whole files, each moved in place when built, under the key of the bytes compiled (each source is read once:
+    an edit made while it compiles is not filed under the build of the text before it)."""
     try:
         from Cython.Build import cythonize
         from setuptools import Distribution, Extension
     except ImportError as exc:
         return 0, f"Cython or setuptools is not installed ({exc.name})"
-    if shutil.which(sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc") is None:
+    if shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]) is None:
         return 0, "no C compiler"
     cache = cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     hot = hot_modules()
-    todo = {n: hot[n] for n in (names or hot) if not _cached(n, hot[n], cache).is_file()}
-    for name, src in list(todo.items()):
-        why = uncompilable(src.read_text())
+    todo = {}  # name -> (its source file, the bytes compiled)
+    for name in names or hot:
+        text = hot[name].read_bytes()
+        if _cached(name, hot[name], cache, text).is_file():
+            continue
+        why = uncompilable(text.decode())
         if why:
             say(f"{name} stays source: {why}")
-            del todo[name]
+        else:
+            todo[name] = hot[name], text
     if not todo:
         return 0, ""
     started = time.perf_counter()
     say(f"compiling {len(todo)} modules with Cython (once per version of their source) ...")
     with tempfile.TemporaryDirectory(prefix="pv-compile-") as tmp:
         exts = []
-        for name, src in todo.items():  # laid out as packages, so each module knows its full name
+        for name, (_, text) in todo.items():  # laid out as packages, so each module knows its full name
             where = Path(tmp, *name.split(".")).with_suffix(".py")
             where.parent.mkdir(parents=True, exist_ok=True)
             for d in where.relative_to(tmp).parents:
                 if d != Path("."):
                     Path(tmp, d, "__init__.py").touch()
-            shutil.copyfile(src, where)
+            where.write_bytes(text)
             exts.append(Extension(name, [str(where)], extra_compile_args=list(FLAGS)))
         jobs = jobs or os.cpu_count() or 1
         try:
@@ -195,8 +201,8 @@ def build(names: list[str] | None = None, *, jobs: int | None = None, say=print)
         except Exception as exc:  # noqa: BLE001 - Cython's or the C compiler's error: the models run from source
             lines = str(exc).strip().splitlines()
             return 0, f"compiling failed: {lines[-1] if lines else type(exc).__name__}"
-        for name, src in todo.items():
-            out, part = _cached(name, src, cache), cache / f".{name}.{os.getpid()}.part"
+        for name, (src, text) in todo.items():
+            out, part = _cached(name, src, cache, text), cache / f".{name}.{os.getpid()}.part"
             shutil.copyfile(cmd.get_ext_fullpath(name), part)
             os.replace(part, out)
             for old in cache.iterdir():  # the module's earlier versions

@@ -52,8 +52,7 @@ def test_a_module_edited_since_it_was_compiled_runs_from_source(cache, tmp_path)
     stale.mkdir()
     for built in cache.iterdir():  # each file kept under a key its module's source no longer has
         name = compiled._module_of(built.name)
-        (stale / built.name.replace(built.name[len(name) + 1:].split(".")[0], "0" * 20)).write_bytes(
-            built.read_bytes())
+        (stale / f"{name}.{'0' * 20}{compiled.SUFFIX}").write_bytes(built.read_bytes())
     assert sorted(compiled._module_of(f.name) for f in stale.iterdir()) == sorted(MODULES)
     files = _run(stale, True)["files"]
     assert all(f.endswith(".py") for f in files.values())
