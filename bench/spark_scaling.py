@@ -116,13 +116,13 @@ def floor(case: str, model, liveness: bool = True) -> dict:
         manifest = engine._initial()
         states, level = manifest["level_sizes"][0], 0
         engine.ckpt.prime_dir(0).mkdir()
-        shipped = list(_prime(engine._job(0, True), 0))
+        shipped = list(_prime(engine._job(0, True, states), 0))
         while True:
             level += 1
             here = engine.ckpt.level_dir(level)
             here.mkdir()
             shipped = pickle.loads(pickle.dumps(shipped, 5))  # what the shuffle carries
-            shipped = list(_advance(engine._job(level, True), 0, shipped))
+            shipped = list(_advance(engine._job(level, True, states), 0, shipped))
             new = read_summaries(here, 1)[0]["new"]
             if not new:
                 break

@@ -17,7 +17,9 @@ summaries from the checkpoint directory); task ``q`` of level ``d``:
 3. **expand**: computes the successors of the new states that broke no invariant (a violating
    state is not expanded, as in-process), checks action properties and deadlocks where parent,
    action and successor meet, and ships the locally distinct successors to their partitions:
-   the next level's input.
+   the next level's input. It encodes and ships none its receiver would drop: none in the visited
+   sets it can read (its own, and the other partitions' of the last committed level), none it
+   shipped already from a smaller parent.
 
 Counts, depth, coverage, verdicts and counterexample lengths equal the in-process explorer's;
 each level is checkpointed so an interrupted run continues where it stopped (the last level is
@@ -51,6 +53,7 @@ from .location import Location
 from .session import spark_session
 
 FLUSH = 50_000  # locally distinct successors held by a task before it ships them
+KNOWN_LIMIT = 50_000_000  # visited fingerprints a task reads to drop successors before shipping them (400 MB)
 CHUNK = 10_000  # records per shuffled blob
 
 _models: dict = {}
@@ -181,22 +184,65 @@ def _unpack_new(blob: bytes, visited, best: dict) -> None:
             best[fp] = (parent, key, raw[start:end])
 
 
-def _ship(best: dict, parts: int, shipped: Counter):
-    """The held successors as (partition, blob) pairs of at most CHUNK records each; ``shipped``
-    counts the records and the bytes that go to the shuffle."""
+def _known(ckpt: Checkpoint, level: int, parts: int, q: int, own, others: bool) -> list:
+    """Per partition, the fingerprints a task can tell are visited before it ships a successor
+    there: partition ``q``'s visited set ``own`` and, when ``others``, the other partitions' of
+    committed ``level``. A successor in them would be dropped by its receiver (whose visited set
+    only grows), so dropping it first changes no count and no choice of parent, and spares
+    encoding, shuffling and decoding it: most successors are states visited earlier."""
+    import numpy as np
+    empty = np.empty(0, dtype=np.int64)
+    return [own if p == q else read_visited(ckpt.visited(ckpt.level_dir(level), p)) if others else empty
+            for p in range(parts)]
+
+
+def _lookup(sorted_fps, fps):
+    """For each of ``fps``, its position in ``sorted_fps`` and whether it is there."""
+    import numpy as np
+    pos = np.searchsorted(sorted_fps, fps)
+    pos[pos == len(sorted_fps)] = 0
+    return pos, (sorted_fps[pos] == fps) if len(sorted_fps) else np.zeros(len(fps), dtype=bool)
+
+
+def _ship(best: dict, parts: int, shipped: Counter, visited: list, sent: tuple):
+    """The held successors, encoded, as (partition, blob) pairs of at most CHUNK records each,
+    but for those ``visited`` holds and those shipped earlier in this expansion from a smaller
+    parent (``sent``: their fingerprints, sorted, and parents), which their receiver would drop
+    or file under that parent. ``shipped`` counts the records and the bytes that go to the
+    shuffle. Returns ``sent`` with what it shipped."""
+    import numpy as np
     by_part: dict = {}
-    for tf, (parent, key, data) in best.items():
-        by_part.setdefault(tf % parts, []).append((tf, parent, key, data))
-    for dest, records in sorted(by_part.items()):
+    for tf, held in best.items():
+        by_part.setdefault(tf % parts, []).append((tf, *held))
+    sent_fps, sent_parents = sent
+    fps_out, parents_out = [sent_fps], [sent_parents]
+    for dest, held in sorted(by_part.items()):
+        fps = np.fromiter((r[0] for r in held), dtype=np.int64, count=len(held))
+        parents = np.fromiter((r[1] for r in held), dtype=np.int64, count=len(held))
+        drop = _lookup(visited[dest], fps)[1]
+        if len(sent_fps):
+            pos, hit = _lookup(sent_fps, fps)
+            drop |= hit & (sent_parents[pos] < parents)
+        keep = np.flatnonzero(~drop)
+        fps_out.append(fps[keep])
+        parents_out.append(parents[keep])
+        records = [(tf, parent, key, encode(t)) for tf, parent, key, t in map(held.__getitem__, keep.tolist())]
         for i in range(0, len(records), CHUNK):
             blob = _pack(records[i:i + CHUNK])
             shipped.update(shipped_records=len(records[i:i + CHUNK]), shipped_bytes=len(blob))
             yield dest, blob
+    fps, parents = np.concatenate(fps_out), np.concatenate(parents_out)
+    order = np.lexsort((parents, fps))  # by fingerprint, the smallest parent first: the one kept
+    fps, parents = fps[order], parents[order]
+    first = np.concatenate(([True], fps[1:] != fps[:-1])) if len(fps) else np.zeros(0, dtype=bool)
+    return fps[first], parents[first]
 
 
-def _expand(model, states, parts: int, edges: Location | None):
-    """Successors of ``states`` [(fp, state)], shipped to their partitions; returns the
-    transitions, coverage, deadlocks and broken action properties of the expansion."""
+def _expand(model, states, parts: int, edges: Location | None, visited: list):
+    """Successors of ``states`` [(fp, state)] not in ``visited`` (``_known``), shipped to their
+    partitions; returns the transitions, coverage, deadlocks and broken action properties of the
+    expansion."""
+    import numpy as np
     fp_of = state_key(model)
     checks_on = StepChecks(model.action_properties)
     transitions = 0
@@ -205,6 +251,7 @@ def _expand(model, states, parts: int, edges: Location | None):
     edge_cols = ([], [], []) if edges is not None else None
     best: dict = {}
     shipped: Counter = Counter()
+    sent = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
     expanded = 0
     for fp, s in states:
         expanded += 1
@@ -218,18 +265,18 @@ def _expand(model, states, parts: int, edges: Location | None):
             for _, prop in checks_on[a.name]:
                 if not prop.check(model, s, a, t):
                     action_bad.append((prop.id, fp, key))
-            tf, data = fp_of(t), encode(t)
+            tf = fp_of(t)
             if edge_cols is not None:
                 edge_cols[0].append(fp)
                 edge_cols[1].append(key)
                 edge_cols[2].append(tf)
             known = best.get(tf)
             if known is None or (fp, key) < (known[0], known[1]):
-                best[tf] = (fp, key, data)
+                best[tf] = (fp, key, t)
         if len(best) >= FLUSH:
-            yield from _ship(best, parts, shipped)
+            sent = yield from _ship(best, parts, shipped, visited, sent)
             best = {}
-    yield from _ship(best, parts, shipped)
+    yield from _ship(best, parts, shipped, visited, sent)
     if edge_cols is not None:
         write_table(edges, dict(zip(("fp", "action", "succ"), edge_cols)), edges_schema())
     first_bad: dict = {}
@@ -244,7 +291,7 @@ def _advance(job, q: int, shuffled):
     """Level ``level``, partition ``q``: the new states among the shuffled candidates, their
     files, and (when ``expand``) their successors; its figures go to ``summary-q`` beside them."""
     import numpy as np
-    spec, root, level, parts, expand, graph = job
+    spec, root, level, parts, expand, graph, others = job
     model = _model(spec)
     ckpt = Checkpoint(root)
     visited = read_visited(ckpt.visited(ckpt.level_dir(level - 1), q))
@@ -254,8 +301,8 @@ def _advance(job, q: int, shuffled):
     new = np.fromiter(best, dtype=np.int64, count=len(best))
     new.sort()
     here = ckpt.level_dir(level)
-    write_visited(ckpt.visited(here, q), np.insert(visited, np.searchsorted(visited, new), new))
-    del visited
+    visited = np.insert(visited, np.searchsorted(visited, new), new)
+    write_visited(ckpt.visited(here, q), visited)
 
     invariants, sometimes = model.invariants, model.sometimes
     cols = {name: [] for name in links_schema().names}
@@ -282,7 +329,10 @@ def _advance(job, q: int, shuffled):
 
     summary = {"new": len(new)}
     if expand:
-        summary.update((yield from _expand(model, checked(), parts, ckpt.edges_file(level, q) if graph else None)))
+        known = _known(ckpt, level - 1, parts, q, visited, others)
+        del visited
+        summary.update((yield from _expand(model, checked(), parts, ckpt.edges_file(level, q) if graph else None,
+                                           known)))
     else:
         for _ in checked():
             pass
@@ -298,13 +348,14 @@ def _advance(job, q: int, shuffled):
 def _prime(job, q: int):
     """Expand again the good states of a committed level: the start of a run, or of a resumed one."""
     import pyarrow.parquet as pq
-    spec, root, level, parts, _, graph = job
+    spec, root, level, parts, _, graph, others = job
     model = _model(spec)
     ckpt = Checkpoint(root)
     links = ckpt.links(ckpt.level_dir(level), q)
+    known = _known(ckpt, level, parts, q, read_visited(ckpt.visited(ckpt.level_dir(level), q)), others)
     table = pq.read_table(links.path, filesystem=links.fs, columns=["fp", "bad", "state"])
     states = ((fp, decode(data)) for fp, bad, data in rows(table, table.column_names) if not bad)
-    summary = yield from _expand(model, states, parts, ckpt.edges_file(level, q) if graph else None)
+    summary = yield from _expand(model, states, parts, ckpt.edges_file(level, q) if graph else None, known)
     write_summary(ckpt.summary(ckpt.prime_dir(level), q), {"new": 0, "bad": 0, "found": {}, **summary})
 
 
@@ -389,8 +440,10 @@ class SparkExplorer:
         return manifest
 
     # -- the jobs ------------------------------------------------------------------------------
-    def _job(self, level: int, expand: bool) -> tuple:
-        return self.spec, self.ckpt.root, level, self.parts, expand, self.graph
+    def _job(self, level: int, expand: bool, states: int) -> tuple:
+        """A level's task arguments; with ``states`` visited so far, whether each task reads every
+        partition's visited set to drop successors before shipping them (``_known``)."""
+        return self.spec, self.ckpt.root, level, self.parts, expand, self.graph, states <= KNOWN_LIMIT
 
     def _stage(self, tasks, where: Location) -> tuple:
         """Run ``tasks`` as the map side of the shuffle the next level reads: Spark's own
@@ -416,7 +469,7 @@ class SparkExplorer:
     def _prime(self, manifest: dict):
         """The last committed level's successors; its expansion is counted unless it was already."""
         level = manifest["levels"]
-        job = self._job(level, True)
+        job = self._job(level, True, sum(manifest["level_sizes"]))
         self.ckpt.edges_path(level).mkdir()
         where = self.ckpt.prime_dir(level)
         where.mkdir()
@@ -455,7 +508,7 @@ class SparkExplorer:
     def _level(self, level: int, incoming, manifest: dict):
         """Level ``level`` from the previous level's shipped successors."""
         expand = self.max_depth is None or level < self.max_depth
-        job = self._job(level, expand)
+        job = self._job(level, expand, sum(manifest["level_sizes"]))
         where = self.ckpt.level_dir(level)
         where.mkdir()
         if expand and self.graph:

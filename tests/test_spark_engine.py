@@ -221,3 +221,31 @@ def test_the_symmetry_reduced_search_on_spark_equals_local(tmp_path):
     assert spark.reduction == local.reduction == "2 txns interchangeable"
     with pytest.raises(UsageError, match="reduction"):
         explore_spark(registry.build("v4-txn", values={"txns": 2}, reduction=False), master=MASTER, out=tmp_path)
+
+
+def test_a_task_ships_no_successor_its_receiver_would_drop():
+    """Before it encodes a held successor, a task drops those its receiver would drop anyway: in the
+    receiver's visited set, or shipped earlier in this expansion from a smaller parent. One shipped
+    earlier from a larger parent goes again (the receiver keeps the smallest parent)."""
+    from collections import Counter
+
+    import numpy as np
+
+    from pulsar_verify.spark_checks.bfs import _ship, _unpack_new
+
+    held = {4: (10, b"a", 40), 6: (12, b"a", 60), 8: (11, b"a", 80), 9: (3, b"a", 90)}  # fp: parent, action, state
+    visited = [np.array([4], dtype=np.int64), np.empty(0, dtype=np.int64)]  # two partitions: 9 goes to the second
+    sent = (np.array([6, 8], dtype=np.int64), np.array([11, 20], dtype=np.int64))
+    counted: Counter = Counter()
+    ship, blobs = _ship(held, 2, counted, visited, sent), []
+    while True:
+        try:
+            blobs.append(next(ship))
+        except StopIteration as stop:
+            sent = stop.value
+            break
+    got: dict = {}
+    for _, blob in blobs:
+        _unpack_new(blob, np.empty(0, dtype=np.int64), got)
+    assert sorted(got) == [8, 9] and counted["shipped_records"] == 2 and [dest for dest, _ in blobs] == [0, 1]
+    assert sent[0].tolist() == [6, 8, 9] and sent[1].tolist() == [11, 11, 3]

@@ -33,9 +33,9 @@ for name in registry.names():
     engine.ckpt.start(True)
     engine._initial()
     engine.ckpt.prime_dir(0).mkdir()
-    shipped = list(_prime(engine._job(0, True), 0))
+    shipped = list(_prime(engine._job(0, True, len(engine.init_by_fp)), 0))
     engine.ckpt.level_dir(1).mkdir()
-    list(_advance(engine._job(1, True), 0, shipped))
+    list(_advance(engine._job(1, True, len(engine.init_by_fp)), 0, shipped))
     found[name] = read_summaries(engine.ckpt.level_dir(1), 1)[0]["new"]
 import pulsar_verify, pulsar_verify.merkle as merkle
 print(json.dumps({"new": found, "code": pulsar_verify.__file__, "compiled": merkle._merkle is not None,
