@@ -171,10 +171,7 @@ def _unpack_new(blob: bytes, visited, best: dict) -> None:
     parents = np.frombuffer(raw, np.int64, n, at + 8 * n)
     index = np.frombuffer(raw, np.uint32, n, at + 16 * n)
     ends = np.cumsum(np.frombuffer(raw, np.uint32, n, at + 20 * n), dtype=np.int64) + (at + 24 * n)
-    pos = np.searchsorted(visited, fps)
-    seen = pos < len(visited)
-    seen[seen] = visited[pos[seen]] == fps[seen]
-    keep = np.flatnonzero(~seen)
+    keep = np.flatnonzero(~_lookup(visited, fps)[1])
     starts = np.concatenate(([at + 24 * n], ends[:-1]))
     for fp, parent, key, start, end in zip(fps[keep].tolist(), parents[keep].tolist(), index[keep].tolist(),
                                            starts[keep].tolist(), ends[keep].tolist()):
