@@ -53,7 +53,9 @@ from .location import Location
 from .session import spark_session
 
 FLUSH = 50_000  # locally distinct successors held by a task before it ships them
-KNOWN_LIMIT = 50_000_000  # visited fingerprints a task reads to drop successors before shipping them (400 MB)
+# Fingerprints the tasks of a level read in all (states x partitions) to drop successors before shipping them:
+# 800 MB of reads per level, 400 MB in each task of two; past it each task reads its own partition's only.
+KNOWN_LIMIT = 100_000_000
 CHUNK = 10_000  # records per shuffled blob
 
 _models: dict = {}
@@ -440,7 +442,7 @@ class SparkExplorer:
     def _job(self, level: int, expand: bool, states: int) -> tuple:
         """A level's task arguments; with ``states`` visited so far, whether each task reads every
         partition's visited set to drop successors before shipping them (``_known``)."""
-        return self.spec, self.ckpt.root, level, self.parts, expand, self.graph, states <= KNOWN_LIMIT
+        return self.spec, self.ckpt.root, level, self.parts, expand, self.graph, states * self.parts <= KNOWN_LIMIT
 
     def _stage(self, tasks, where: Location) -> tuple:
         """Run ``tasks`` as the map side of the shuffle the next level reads: Spark's own

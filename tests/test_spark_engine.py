@@ -249,3 +249,10 @@ def test_a_task_ships_no_successor_its_receiver_would_drop():
         _unpack_new(blob, np.empty(0, dtype=np.int64), got)
     assert sorted(got) == [8, 9] and counted["shipped_records"] == 2 and [dest for dest, _ in blobs] == [0, 1]
     assert sent[0].tolist() == [6, 8, 9] and sent[1].tolist() == [11, 11, 3]
+
+
+def test_past_the_limit_a_task_reads_only_its_own_visited_set_and_the_run_is_the_same(monkeypatch):
+    from pulsar_verify.spark_checks import bfs
+    monkeypatch.setattr(bfs, "KNOWN_LIMIT", 0)
+    model = registry.build("pip-373", "as-written")
+    assert_same(explore(model)[0], explore_spark(model, master=MASTER))
