@@ -12,7 +12,8 @@ process.
         --no-liveness --engines local[2] --partitions 8                              # the 10M-state nightly
 
 ``local-all`` is the in-process explorer on every core (``explore --workers``), what Spark on the
-same machine competes with. ``probe`` is a Spark design without a shuffle of states (``spark_probe.py``):
+same machine competes with; ``resident[N]`` the Spark engine's resident search (``--spark-search
+resident``) on local[N]. ``probe`` is a Spark design without a shuffle of states (``spark_probe.py``):
 states counted, invariants checked, nothing else, so what such an engine could reach at most.
 ``floor`` is the Spark engine's own Python work per state, in one process without Spark (see
 ``floor()``): twice its rate bounds what local[2] can reach on this machine.
@@ -66,11 +67,13 @@ def one(case: str, engine: str, liveness: bool = True, values: dict | None = Non
     else:
         from pulsar_verify.spark_checks.bfs import explore_spark
         from pulsar_verify.spark_checks.session import spark_session
-        spark = spark_session(engine)
+        search = "resident" if engine.startswith("resident") else "levels"
+        master = "local" + engine[len("resident"):] if search == "resident" else engine
+        spark = spark_session(master)
         started = time.perf_counter()  # the JVM's start-up is not the search's
         with tempfile.TemporaryDirectory(prefix="spark-scaling-") as out:
-            result = explore_spark(model, master=engine, out=Path(out), spark=spark, graph=None if liveness else False,
-                                   partitions=partitions,
+            result = explore_spark(model, master=master, out=Path(out), spark=spark, graph=None if liveness else False,
+                                   partitions=partitions, search=search,
                                    progress=lambda i: print(f"  level {i['depth']:>3}: {i['states']:>12,} states, "
                                                             f"{i['level_seconds']:.1f}s", file=sys.stderr, flush=True))
             sizes = footprint(Path(out) / "spark", result)
@@ -152,7 +155,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--case", action="append", help="MODEL/BOUNDS[/VARIANT] (default: every model's largest)")
     p.add_argument("--engines", default=",".join(ENGINES),
-                   help="comma-separated: local, local-all, local[N], floor, probe")
+                   help="comma-separated: local, local-all, local[N], resident[N], floor, probe")
     p.add_argument("--nightly", metavar="CASE", help="one case, to completion, on each engine: the nightly run")
     p.add_argument("--no-liveness", action="store_true",
                    help="safety properties only, on every engine (no state graph, no transition files)")

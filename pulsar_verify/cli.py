@@ -54,6 +54,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), got {text}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="pulsar-verify", description="Check executable models of Apache Pulsar PIPs.")
     p.add_argument("--version", action="version", version=f"pulsar-verify {__version__}")
@@ -83,6 +93,13 @@ def parser() -> argparse.ArgumentParser:
                          "(default 60); a peer that is no Spark master, or has no worker, fails then")
     ex.add_argument("--partitions", type=_positive, help="engine spark: partitions of the frontier and visited "
                     "set (default: the master's parallelism; more for runs of millions of states)")
+    ex.add_argument("--spark-search", choices=("levels", "resident"), default="levels",
+                    help="engine spark: levels (a stage per level, every new state shuffled to its partition; any "
+                         "cluster) or resident (one barrier stage whose tasks keep their states and exchange "
+                         "fingerprints: faster, needs a slot per partition at once and checkpoints less often)")
+    ex.add_argument("--checkpoint-every", type=_seconds, default=300.0, metavar="SECONDS",
+                    help="engine spark, resident search: the longest time between two checkpoints (default 300); "
+                         "an interrupted run resumes from the last one")
     ex.add_argument("--workers", type=_positive, default=os.cpu_count() or 1,
                     help="engine local: processes that expand each level (default: one per core); the run is the "
                          "same whatever the number (--max-states and --stop-at-first use one)")
@@ -251,7 +268,8 @@ def cmd_explore(args) -> int:
             print(f"{'searching' if aimed else 'exploring'} {model.name} [{model.config!r}] engine={args.engine}"
                   + (f" for {model.statement}" if aimed else ""), file=sys.stderr)
         run = dict(max_depth=args.max_depth, max_states=args.max_states, master=args.master, progress=progress,
-                   out=out, fresh=args.fresh, conf=conf, partitions=args.partitions, spark=spark)
+                   out=out, fresh=args.fresh, conf=conf, partitions=args.partitions, spark=spark,
+                   search=args.spark_search, checkpoint_seconds=args.checkpoint_every)
         result = target.search(model, args.engine, **run) if aimed else run_exploration(
             model, args.engine, stop_at_first=args.stop_at_first, liveness=not args.no_liveness,
             workers=args.workers, **run)

@@ -477,15 +477,21 @@ class SparkExplorer:
             self.sc.parallelize(range(self.parts), self.parts).mapPartitionsWithIndex(lambda q, _: _prime(job, q)),
             where)
         where.rmtree()
-        if not manifest["expanded"]:
-            manifest = self._count(manifest, level, summaries)
-            manifest["expanded"] = True
-            last = manifest["stats"][-1]
-            last.update(expanded=manifest["frontier_size"], transitions=sum(s["transitions"] for s in summaries),
-                        **_shipped(summaries))
-            last["seconds"] = round(last["seconds"] + time.perf_counter() - started, 3)
-            self.ckpt.save(manifest)
-        return shuffled, shuffle, manifest
+        return shuffled, shuffle, self._primed(manifest, summaries, time.perf_counter() - started)
+
+    def _primed(self, manifest: dict, summaries: list, seconds: float) -> dict:
+        """The manifest once the last committed level was expanded again: its expansion counted (and
+        committed) unless it was already."""
+        if manifest["expanded"]:
+            return manifest
+        manifest = self._count(manifest, manifest["levels"], summaries)
+        manifest["expanded"] = True
+        last = manifest["stats"][-1]
+        last.update(expanded=manifest["frontier_size"], transitions=sum(s["transitions"] for s in summaries),
+                    **_shipped(summaries))
+        last["seconds"] = round(last["seconds"] + seconds, 3)
+        self.ckpt.save(manifest)
+        return manifest
 
     def _count(self, manifest: dict, level: int, summaries: list) -> dict:
         """Add the expansion of ``level`` (transitions, coverage, deadlocks, action properties)."""
@@ -515,6 +521,10 @@ class SparkExplorer:
         started = time.perf_counter()
         shuffled, shuffle, summaries = self._stage(
             incoming.mapPartitionsWithIndex(lambda q, shuffled: _advance(job, q, shuffled)), where)
+        return shuffled, shuffle, self._commit(level, expand, summaries, manifest, time.perf_counter() - started)
+
+    def _commit(self, level: int, expand: bool, summaries: list, manifest: dict, seconds: float) -> dict:
+        """The manifest with level ``level`` added from its tasks' summaries (saved by the caller)."""
         count = sum(s["new"] for s in summaries)
         bad = sum(s["bad"] for s in summaries)
         violated = manifest["violated"]
@@ -526,7 +536,6 @@ class SparkExplorer:
         manifest = {**manifest, "examples": examples}
         if count:
             manifest = self._count({**manifest, "violated": violated}, level, summaries)
-        seconds = time.perf_counter() - started
         total = sum(manifest["level_sizes"]) + count
         stats = {"level": level, "new": count, "expanded": count - bad if expand else 0,
                  "transitions": sum(s.get("transitions", 0) for s in summaries), "states": total,
@@ -537,25 +546,35 @@ class SparkExplorer:
                     "frontier_size": count - bad if count else 0, "expanded": expand,
                     "stats": manifest["stats"] + [stats], "seconds": manifest["seconds"] + seconds,
                     "done": count == 0}
-        return shuffled, shuffle, manifest
+        return manifest
 
     def run(self) -> Result:
         wall = time.perf_counter()
         self.ckpt.start(self.fresh)
         resumed = self.ckpt.exists()
         manifest = self._resume() if resumed else self._initial()
+        if not manifest["done"] and not self._halted(manifest):
+            manifest = self._levels(manifest)
+        result = self._result(manifest, manifest["done"])
+        result.seconds = manifest["seconds"] if resumed else time.perf_counter() - wall
+        self._write_results(result, manifest)
+        return result
+
+    def _halted(self, manifest: dict) -> bool:
+        """Whether the search stops before the next level: the depth or the states asked for, or a
+        violation when it stops at the first."""
+        return ((self.max_depth is not None and manifest["levels"] >= self.max_depth)
+                or (self.stop_at_first and bool(manifest["violated"]))
+                or (self.max_states is not None and sum(manifest["level_sizes"]) >= self.max_states))
+
+    def _levels(self, manifest: dict) -> dict:
+        """The levels after the last committed one, a stage each, until the search is done or halted."""
         incoming = shuffle = None
-        complete = True
-        while not manifest["done"]:
-            depth = manifest["levels"]
-            if ((self.max_depth is not None and depth >= self.max_depth)
-                    or (self.stop_at_first and manifest["violated"])
-                    or (self.max_states is not None and sum(manifest["level_sizes"]) >= self.max_states)):
-                complete = False
-                break
+        while not manifest["done"] and not self._halted(manifest):
             if incoming is None:
                 incoming, shuffle, manifest = self._prime(manifest)
                 continue  # its expansion may have found a violation
+            depth = manifest["levels"]
             incoming, read, manifest = self._level(depth + 1, incoming, manifest)
             self._forget(shuffle)
             shuffle = read
@@ -563,16 +582,16 @@ class SparkExplorer:
                 self.ckpt.level_dir(depth + 1).rmtree()
             self.ckpt.save(manifest)  # the commit of the level
             self.ckpt.drop_visited_before(manifest["levels"])
-            if self.progress is not None:
-                total = sum(manifest["level_sizes"])
-                self.progress({"depth": manifest["levels"], "states": total, "frontier": manifest["frontier_size"],
-                               "level_done": True, "rate": total / max(manifest["seconds"], 1e-9),
-                               "level_seconds": manifest["stats"][-1]["seconds"]})
+            self._report(manifest)
         self._forget(shuffle)
-        result = self._result(manifest, complete)
-        result.seconds = manifest["seconds"] if resumed else time.perf_counter() - wall
-        self._write_results(result, manifest)
-        return result
+        return manifest
+
+    def _report(self, manifest: dict) -> None:
+        if self.progress is not None:
+            total = sum(manifest["level_sizes"])
+            self.progress({"depth": manifest["levels"], "states": total, "frontier": manifest["frontier_size"],
+                           "level_done": True, "rate": total / max(manifest["seconds"], 1e-9),
+                           "level_seconds": manifest["stats"][-1]["seconds"]})
 
     # -- results --------------------------------------------------------------------------------
     def _paths(self, wanted: dict[int, int]) -> dict[int, list[int]]:
@@ -654,5 +673,9 @@ class SparkExplorer:
                                ("itf", pa.string())]))
 
 
-def explore_spark(model: Model, **kw) -> Result:
+def explore_spark(model: Model, search: str = "levels", **kw) -> Result:
+    """A Spark run: a stage per level (``levels``), or one stage of resident tasks (``resident.py``)."""
+    if search == "resident":
+        from .resident import ResidentExplorer
+        return ResidentExplorer(model, **kw).run()
     return SparkExplorer(model, **kw).run()

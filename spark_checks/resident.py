@@ -1,0 +1,392 @@
+"""Breadth-first search in Spark tasks that keep their states (``--spark-search resident``).
+
+The stage-per-level search (``bfs.py``) moves every new state out of the process that found it:
+encoded, shuffled to its fingerprint's partition, decoded there. Encoding and decoding alone bound it
+below the in-process explorer on the same cores (README, "Spark"). Here one Spark barrier stage of P
+tasks (one per slot, started together) runs the whole search, and a state stays in the task that found
+it, as in the in-process workers (``explorer._Worker``). Each level, task ``q``:
+
+1. **check**: checks the new states it keeps (invariants, ``sometimes``, liveness labels) and writes
+   their links (``level-L/links.parquet/part-q``), with the states encoded at checkpoint levels only;
+2. **expand**: computes their successors, counting transitions and coverage and checking action
+   properties and deadlocks, and keeps per fingerprint it never met before the smallest (parent,
+   action) it found (frontier in fingerprint order, so the first parent met is the smallest);
+3. **exchange**: sends those fingerprints with their parents to the task each hashes to (``fp % P``),
+   which holds that part of the visited set; that task keeps the new ones, names for each the finder
+   of the smallest parent, and the finder keeps the state;
+4. **balance**: a task keeping more than its share of the next level encodes the excess and hands it
+   to one with less: between checkpoints, the only states encoded.
+
+So each state is filed under the smallest (parent, action), as ``bfs.py`` does, and counts, depth,
+coverage, verdicts and counterexample lengths equal the in-process explorer's. The tasks meet at steps 3
+and 4 through marker files in ``spark/resident/`` (Spark's own ``barrier()`` took about a second a call
+on this machine). The driver follows the levels as the tasks' summaries appear, as the stage-per-level
+driver does, and commits the manifest at checkpoint levels: where the states are written, at least every
+``checkpoint_seconds``, at the last level of a bounded run and at the end. An interrupted run resumes from
+the last checkpoint, with either search; a barrier stage is not retried (a retry would repeat levels the
+driver has read), so a failed task fails the run, which the same command then resumes.
+"""
+from __future__ import annotations
+
+import gc
+import marshal
+import threading
+import time
+from collections import Counter
+
+from pulsar_verify.explorer import state_key
+from pulsar_verify.fingerprint import decode, encode
+from pulsar_verify.model import StepChecks, UsageError
+
+from .bfs import SparkExplorer, _labels, _lookup, _model, dump_action, spark_failure
+from .checkpoint import Checkpoint, edges_schema, links_schema, read_summaries, read_visited, rows, \
+    write_summary, write_table, write_visited
+
+POLL = 0.0005  # seconds between looks for the other tasks' markers
+CHECKPOINT_SECONDS = 300.0  # at most this long between levels whose states are written
+
+
+class _Aborted(Exception):
+    """Another task failed: this one stops too (Spark reports the first failure)."""
+
+
+class _Task:
+    """One barrier task for the whole search: its states, its part of the visited set (``owned``,
+    sorted) and every fingerprint it has met (``met``: visited, or found earlier in this level from a
+    smaller parent; a successor there is neither kept nor sent)."""
+
+    def __init__(self, job, q: int):
+        (spec, root, self.start, self.parts, self.max_depth, self.max_states, self.stop_at_first, self.graph,
+         self.states, self.every) = job
+        self.model = _model(spec)
+        self.ckpt = Checkpoint(root)
+        self.hub = self.ckpt.root / "resident"
+        self.q = q
+        self.keys: dict = {}  # action -> its bytes in the links and edges
+        self.wrote = 0  # bytes of fingerprints and states this task sent to the others this level
+
+    def key(self, action) -> bytes:
+        k = self.keys.get(action)
+        if k is None:
+            k = self.keys[action] = dump_action(action)
+        return k
+
+    def meet(self, tag: str, payload: bytes = b"") -> list[bytes]:
+        """Wait until every task has reached ``tag``; the payloads they left there, by task."""
+        (self.hub / f"{tag}-{self.q}").write_bytes(payload)
+        marks = [self.hub / f"{tag}-{d}" for d in range(self.parts)]
+        abort = self.hub / "abort"
+        waiting = list(marks)
+        while waiting:
+            waiting = [m for m in waiting if not m.exists()]
+            if waiting:
+                if abort.exists():
+                    raise _Aborted()
+                time.sleep(POLL)
+        return [m.read_bytes() for m in marks]
+
+    def take(self, name: str) -> bytes:
+        """A file another task left here for this one, removed once read."""
+        where = self.hub / name
+        data = where.read_bytes()
+        where.unlink()
+        return data
+
+    # -- the steps ---------------------------------------------------------------------------------
+    def check(self, level: int, frontier: list, checkpoint: bool):
+        """Step 1 on ``frontier`` [(fp, parent, action bytes, state)]: the good states [(fp, state)] and
+        the summary's counts; the links written."""
+        model, graph = self.model, self.graph
+        cols = {name: [] for name in links_schema().names}
+        good, bad, first, examples = [], 0, {}, {}
+        for fp, parent, key, s in frontier:
+            broken = [p.id for p in model.invariants if not p.check(model, s)]
+            row = (fp, parent, key, _labels(model, s, graph), bool(broken),
+                   encode(s) if checkpoint and not broken else None)
+            for name, value in zip(cols, row):
+                cols[name].append(value)
+            if broken:
+                bad += 1
+                for pid in broken:
+                    first[pid] = min(fp, first.get(pid, fp))
+                continue
+            for p in model.sometimes:
+                if p.check(model, s):
+                    examples[p.id] = min(fp, examples.get(p.id, fp))
+            good.append((fp, s))
+        write_table(self.ckpt.links(self.ckpt.level_dir(level), self.q), cols, links_schema())
+        return good, {"new": len(frontier), "bad": bad, "found": first, "examples": examples,
+                      "checkpoint": checkpoint}
+
+    def expand(self, level: int, good: list, met: set) -> tuple[dict, dict]:
+        """Step 2: the successors met here first, fp -> (parent, action, state), and the expansion's
+        figures for the summary."""
+        model, fp_of, key = self.model, state_key(self.model), self.key
+        checks_on = StepChecks(model.action_properties)
+        found: dict = {}
+        coverage: Counter = Counter()
+        transitions, deadlocks, action_bad = 0, [], {}
+        edges = ([], [], []) if self.graph else None
+        for fp, s in good:
+            succ = model.successors(s)
+            if not succ and not model.is_terminal(s):
+                deadlocks.append(fp)
+            for a, t in succ:
+                transitions += 1
+                coverage[a.name] += 1
+                for _, prop in checks_on[a.name]:
+                    if not prop.check(model, s, a, t) and (fp, key(a)) < action_bad.get(prop.id, (fp + 1,)):
+                        action_bad[prop.id] = (fp, key(a))
+                tf = fp_of(t)
+                if edges is not None:
+                    edges[0].append(fp)
+                    edges[1].append(key(a))
+                    edges[2].append(tf)
+                if tf not in met:
+                    met.add(tf)
+                    found[tf] = (fp, a, t)
+                else:  # met before: visited, from a smaller parent, or from this one by another action
+                    held = found.get(tf)
+                    if held is not None and held[0] == fp and key(a) < key(held[1]):
+                        found[tf] = (fp, a, t)
+        if edges is not None:
+            write_table(self.ckpt.edges_file(level, self.q), dict(zip(("fp", "action", "succ"), edges)),
+                        edges_schema())
+        return found, {"expanded": len(good), "transitions": transitions, "coverage": dict(coverage),
+                       "deadlock": min(deadlocks, default=None), "action_bad": action_bad}
+
+    def send(self, level: int, found: dict) -> int:
+        """Step 3, the finder's half: the fingerprints met first here, with their parents, to their
+        owners; how many."""
+        import numpy as np
+        fps = np.fromiter(found, dtype=np.int64, count=len(found))
+        parents = np.fromiter((f[0] for f in found.values()), dtype=np.int64, count=len(found))
+        dest = fps % self.parts
+        for d in range(self.parts):
+            mine = dest == d
+            data = fps[mine].tobytes() + parents[mine].tobytes()
+            self.wrote += len(data)
+            (self.hub / f"fps-{level}-{self.q}-{d}").write_bytes(data)
+        return len(fps)
+
+    def own(self, level: int, owned):
+        """Step 3, the owner's half: of the fingerprints sent here, those not visited, each kept by the
+        finder of its smallest parent (its list written for it); the visited part grown, and how many
+        each finder keeps."""
+        import numpy as np
+        sent = [np.frombuffer(self.take(f"fps-{level}-{d}-{self.q}"), dtype=np.int64) for d in range(self.parts)]
+        halves = [len(a) // 2 for a in sent]
+        fps = np.concatenate([a[:h] for a, h in zip(sent, halves)])
+        parents = np.concatenate([a[h:] for a, h in zip(sent, halves)])
+        finders = np.repeat(np.arange(self.parts), halves)
+        fresh = ~_lookup(owned, fps)[1]
+        fps, parents, finders = fps[fresh], parents[fresh], finders[fresh]
+        order = np.lexsort((parents, fps))  # by fingerprint, then parent: the first of each is kept
+        fps, finders = fps[order], finders[order]
+        first = np.ones(len(fps), dtype=bool)
+        first[1:] = fps[1:] != fps[:-1]
+        new, finders = fps[first], finders[first]
+        counts = []
+        for d in range(self.parts):
+            theirs = new[finders == d]
+            counts.append(len(theirs))
+            (self.hub / f"keep-{level}-{self.q}-{d}").write_bytes(theirs.tobytes())
+        return np.sort(np.concatenate((owned, new)), kind="stable"), counts  # two sorted runs, merged
+
+    def kept(self, level: int, found: dict) -> list:
+        """The states the owners named this task the finder of: [(fp, parent, action bytes, state)]."""
+        import numpy as np
+        frontier = []
+        for d in range(self.parts):
+            keep = np.frombuffer(self.take(f"keep-{level}-{d}-{self.q}"), dtype=np.int64)
+            for fp in keep.tolist():
+                parent, a, t = found[fp]
+                frontier.append((fp, parent, self.key(a), t))
+        return frontier
+
+    def primed(self) -> tuple[list, object]:
+        """The good states of the committed level this task expands first (its links file's), in
+        fingerprint order, and its partition's visited set."""
+        import pyarrow.parquet as pq
+        here = self.ckpt.level_dir(self.start)
+        links = self.ckpt.links(here, self.q)
+        table = pq.read_table(links.path, filesystem=links.fs, columns=["fp", "bad", "state"])
+        good = sorted((fp, decode(data)) for fp, bad, data in rows(table, table.column_names) if not bad)
+        return good, read_visited(self.ckpt.visited(here, self.q))
+
+    def run(self) -> None:
+        ckpt, q = self.ckpt, self.q
+        level = self.start
+        good, owned = self.primed()
+        met = set(owned.tolist())
+        total, since = self.states, time.perf_counter()
+        summary, where = {"new": 0, "bad": 0, "found": {}, "examples": {}}, ckpt.prime_dir(level)
+        while True:
+            if self.max_depth is not None and level >= self.max_depth:  # checked, not expanded
+                return write_summary(ckpt.summary(where, q), summary)
+            found, figures = self.expand(level, good, met)
+            del good
+            summary.update(figures)
+            broke = bool(summary["found"] or figures["deadlock"] is not None or figures["action_bad"])
+            flags = self.meet(f"expanded-{level}", b"1" if broke else b"0")
+            if (self.stop_at_first and b"1" in flags) or (self.max_states is not None and total >= self.max_states):
+                return write_summary(ckpt.summary(where, q), summary)
+            summary["shipped_records"] = self.send(level, found)
+            self.meet(f"sent-{level}")
+            owned, counts = self.own(level, owned)
+            due = time.perf_counter() - since >= self.every
+            told = [marshal.loads(p) for p in self.meet(f"kept-{level}", marshal.dumps((counts, due)))]
+            held = [sum(t[0][d] for t in told) for d in range(self.parts)]  # the next level's states, by finder
+            frontier = self.kept(level, found)
+            del found
+            count = sum(held)
+            total += count
+            level += 1
+            checkpoint = (count == 0 or any(t[1] for t in told)
+                          or (self.max_depth is not None and level >= self.max_depth)
+                          or (self.max_states is not None and total >= self.max_states))
+            if checkpoint:  # the visited part of the level the manifest will then commit
+                since = time.perf_counter()
+                write_visited(ckpt.visited(ckpt.level_dir(level if count else level - 1), q), owned)
+            frontier = self.balance(level, frontier, held)
+            summary["shipped_bytes"], self.wrote = self.wrote, 0
+            write_summary(ckpt.summary(where, q), summary)
+            where = ckpt.level_dir(level)
+            if count == 0:  # nothing new: the search is complete
+                return write_summary(ckpt.summary(where, q), {"new": 0, "bad": 0, "found": {}, "examples": {}})
+            good, summary = self.check(level, frontier, checkpoint)
+            del frontier
+
+    def balance(self, level: int, frontier: list, held: list) -> list:
+        """Step 4: the frontier of the next level, evened out between the tasks, in fingerprint order."""
+        share = -(-sum(held) // self.parts)
+        give, take = [max(0, k - share) for k in held], [max(0, share - k) for k in held]
+        moves, taker = [], 0
+        for giver in range(self.parts):
+            while give[giver]:
+                while not take[taker]:
+                    taker += 1
+                n = min(give[giver], take[taker])
+                moves.append((giver, taker, n))
+                give[giver], take[taker] = give[giver] - n, take[taker] - n
+        frontier.sort(key=_first)
+        for giver, taker, n in moves:
+            if giver == self.q:
+                frontier, out = frontier[:-n], frontier[-n:]
+                data = marshal.dumps([(fp, parent, key, encode(t)) for fp, parent, key, t in out])
+                self.wrote += len(data)
+                (self.hub / f"move-{level}-{giver}-{taker}").write_bytes(data)
+        if not moves:
+            return frontier
+        self.meet(f"moved-{level}")
+        for giver, taker, _ in moves:
+            if taker == self.q:
+                given = marshal.loads(self.take(f"move-{level}-{giver}-{taker}"))
+                frontier += [(fp, parent, key, decode(data)) for fp, parent, key, data in given]
+        frontier.sort(key=_first)
+        return frontier
+
+
+def _first(row):
+    return row[0]
+
+
+def _search(job):
+    """The barrier stage's partition function: the whole search in task ``q``."""
+    def run(_):
+        from pyspark import BarrierTaskContext
+        task = _Task(job, BarrierTaskContext.get().partitionId())
+        started = task.hub / f"started-{task.q}"
+        if started.exists():  # Spark retries a failed barrier stage whole; the driver has read its levels
+            raise UsageError("a resident search is not retried: run the same command again to resume it")
+        started.write_bytes(b"")
+        gc.disable()  # states are acyclic: the collector's rescans would cost more than the search
+        try:
+            task.run()
+        except _Aborted:
+            pass
+        except BaseException:
+            (task.hub / "abort").write_bytes(b"")
+            raise
+        finally:
+            gc.freeze()
+            gc.enable()
+        yield task.q
+    return run
+
+
+class ResidentExplorer(SparkExplorer):
+    """``SparkExplorer`` whose levels are run by resident barrier tasks; the same checkpoint, manifest
+    and results."""
+
+    def __init__(self, model, *, checkpoint_seconds: float = CHECKPOINT_SECONDS, **kw):
+        super().__init__(model, **kw)
+        self.every = checkpoint_seconds
+        if kw.get("partitions") is None:
+            self.parts = self.sc.defaultParallelism  # a task per slot
+        self._slots()
+
+    def _slots(self) -> None:
+        """Refuse more partitions than the master has slots: a barrier stage starts all its tasks at once."""
+        slots = self.sc.defaultParallelism
+        if self.parts > slots:
+            raise UsageError(f"a resident search runs its {self.parts} partitions as tasks started together, "
+                             f"and this Spark master has {slots} slots: use --partitions {slots} or fewer "
+                             f"(with --fresh if a checkpoint has more), or --spark-search levels")
+
+    def _levels(self, manifest: dict) -> dict:
+        self._slots()  # the checkpoint's partitions, when resumed
+        hub = self.ckpt.root / "resident"
+        hub.rmtree()
+        hub.mkdir()
+        start = manifest["levels"]
+        job = (self.spec, self.ckpt.root, start, self.parts, self.max_depth, self.max_states, self.stop_at_first,
+               self.graph, sum(manifest["level_sizes"]), self.every)
+        failed: list = []
+
+        def search():
+            try:
+                self.sc.parallelize(range(self.parts), self.parts).barrier().mapPartitions(_search(job)).collect()
+            except Exception as exc:  # Py4JJavaError: a task failed (a model error, memory, a lost executor)
+                failed.append(exc)
+
+        worker = threading.Thread(target=search, name="resident-search", daemon=True)
+        worker.start()
+        clock = time.perf_counter()
+        manifest = self._primed(manifest, self._await(self.ckpt.prime_dir(start), worker, failed),
+                                time.perf_counter() - clock)
+        self.ckpt.prime_dir(start).rmtree()
+        level = start
+        while not manifest["done"] and not self._halted(manifest):
+            level += 1
+            clock = time.perf_counter()
+            where = self.ckpt.level_dir(level)
+            summaries = self._await(where, worker, failed)
+            expand = self.max_depth is None or level < self.max_depth
+            manifest = self._commit(level, expand, summaries, manifest, time.perf_counter() - clock)
+            if manifest["done"]:
+                where.rmtree()
+            if manifest["done"] or summaries[0]["checkpoint"]:
+                self.ckpt.save(manifest)
+                self.ckpt.drop_visited_before(manifest["levels"])
+            self._report(manifest)
+        worker.join()
+        if failed:
+            self._failed(failed[0])
+        hub.rmtree()
+        return manifest
+
+    def _await(self, where, worker: threading.Thread, failed: list) -> list:
+        """The tasks' summaries in ``where``, once all are there."""
+        marks = [self.ckpt.summary(where, q) for q in range(self.parts)]
+        while not all(m.exists() for m in marks):
+            if not worker.is_alive():
+                worker.join()
+                self._failed(failed[0] if failed else None)
+            time.sleep(0.02)
+        return read_summaries(where, self.parts)
+
+    def _failed(self, exc) -> None:
+        why = spark_failure(exc) if exc is not None else "the tasks ended before the search did"
+        raise UsageError(f"the Spark job failed ({why}); {self.ckpt.root} holds every level up to the last "
+                         f"checkpoint: run the same command again to continue") from None
