@@ -77,6 +77,8 @@ def one(case: str, engine: str, liveness: bool = True, values: dict | None = Non
                                    progress=lambda i: print(f"  level {i['depth']:>3}: {i['states']:>12,} states, "
                                                             f"{i['level_seconds']:.1f}s", file=sys.stderr, flush=True))
             sizes = footprint(Path(out) / "spark", result)
+            if (Path(out) / "spark" / "tasks.json").exists():  # the resident search's tasks: where the time went
+                sizes["tasks"] = json.loads((Path(out) / "spark" / "tasks.json").read_text())
         small = [s["seconds"] for s in result.level_stats if s["new"] < 100]
         overhead = statistics.median(small) if small else None
     seconds = time.perf_counter() - started

@@ -93,10 +93,11 @@ def parser() -> argparse.ArgumentParser:
                          "(default 60); a peer that is no Spark master, or has no worker, fails then")
     ex.add_argument("--partitions", type=_positive, help="engine spark: partitions of the frontier and visited "
                     "set (default: the master's parallelism; more for runs of millions of states)")
-    ex.add_argument("--spark-search", choices=("levels", "resident"), default="levels",
+    ex.add_argument("--spark-search", choices=("auto", "levels", "resident"), default="auto",
                     help="engine spark: levels (a stage per level, every new state shuffled to its partition; any "
-                         "cluster) or resident (one barrier stage whose tasks keep their states and exchange "
-                         "fingerprints: faster, needs a slot per partition at once and checkpoints less often)")
+                         "cluster), resident (one barrier stage whose tasks keep their states and exchange "
+                         "fingerprints: faster, needs a slot per partition at once and checkpoints less often), "
+                         "or auto (default: resident on a local master with a local --out, else levels)")
     ex.add_argument("--checkpoint-every", type=_seconds, default=300.0, metavar="SECONDS",
                     help="engine spark, resident search: the longest time between two checkpoints (default 300); "
                          "an interrupted run resumes from the last one")

@@ -43,6 +43,7 @@ from pulsar_verify.explorer import goal_flags, new_result, peak_rss_mb, state_ke
 from pulsar_verify.fingerprint import decode, encode
 from pulsar_verify.itf import trace_document
 from pulsar_verify.model import DEADLOCK, Action, Model, UsageError, StepChecks
+from pulsar_verify.outdir import is_uri
 from pulsar_verify.results import Result, Violation
 from pulsar_verify.target import TargetSearch
 
@@ -674,8 +675,15 @@ class SparkExplorer:
 
 
 def explore_spark(model: Model, search: str = "levels", **kw) -> Result:
-    """A Spark run: a stage per level (``levels``), or one stage of resident tasks (``resident.py``)."""
+    """A Spark run: a stage per level (``levels``), or one stage of resident tasks (``resident.py``);
+    ``auto``, resident on a local master writing to a local directory, else a stage per level."""
+    if search == "auto":
+        spark = kw.get("spark")
+        master = spark.sparkContext.master if spark is not None else kw.get("master", "local[*]")
+        local = master.startswith("local") and not is_uri(kw.get("out") or "")
+        search = "resident" if local else "levels"
+    every = kw.pop("checkpoint_seconds", None)  # the resident search's; a stage per level commits every level
     if search == "resident":
         from .resident import ResidentExplorer
-        return ResidentExplorer(model, **kw).run()
+        return ResidentExplorer(model, **kw, **({} if every is None else {"checkpoint_seconds": every})).run()
     return SparkExplorer(model, **kw).run()

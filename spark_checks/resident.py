@@ -29,12 +29,13 @@ driver has read), so a failed task fails the run, which the same command then re
 from __future__ import annotations
 
 import gc
+import json
 import marshal
 import threading
 import time
 from collections import Counter
 
-from pulsar_verify.explorer import state_key
+from pulsar_verify.explorer import peak_rss_mb, state_key
 from pulsar_verify.fingerprint import decode, encode
 from pulsar_verify.model import StepChecks, UsageError
 
@@ -42,7 +43,7 @@ from .bfs import SparkExplorer, _labels, _lookup, _model, dump_action, spark_fai
 from .checkpoint import Checkpoint, edges_schema, links_schema, read_summaries, read_visited, rows, \
     write_summary, write_table, write_visited
 
-POLL = 0.0005  # seconds between looks for the other tasks' markers
+POLL = 0.0005  # seconds between the first looks for the other tasks' markers
 CHECKPOINT_SECONDS = 300.0  # at most this long between levels whose states are written
 
 
@@ -64,6 +65,7 @@ class _Task:
         self.q = q
         self.keys: dict = {}  # action -> its bytes in the links and edges
         self.wrote = 0  # bytes of fingerprints and states this task sent to the others this level
+        self.spent: Counter = Counter()  # seconds per step, and waiting for the others (``figures``)
 
     def key(self, action) -> bytes:
         k = self.keys.get(action)
@@ -76,14 +78,21 @@ class _Task:
         (self.hub / f"{tag}-{self.q}").write_bytes(payload)
         marks = [self.hub / f"{tag}-{d}" for d in range(self.parts)]
         abort = self.hub / "abort"
-        waiting = list(marks)
+        waiting, clock, pause = list(marks), time.perf_counter(), POLL
         while waiting:
             waiting = [m for m in waiting if not m.exists()]
             if waiting:
                 if abort.exists():
                     raise _Aborted()
-                time.sleep(POLL)
+                time.sleep(pause)
+                pause = min(2 * pause, 0.004)  # a long wait polls less
+        self.spent["waiting"] += time.perf_counter() - clock
         return [m.read_bytes() for m in marks]
+
+    def figures(self) -> dict:
+        """Where the task's time went (the exchange's includes its waiting), and its peak memory."""
+        return {"task": self.q, **{k: round(v, 1) for k, v in sorted(self.spent.items())},
+                "peak_rss_mb": round(peak_rss_mb())}
 
     def take(self, name: str) -> bytes:
         """A file another task left here for this one, removed once read."""
@@ -96,26 +105,26 @@ class _Task:
     def check(self, level: int, frontier: list, checkpoint: bool):
         """Step 1 on ``frontier`` [(fp, parent, action bytes, state)]: the good states [(fp, state)] and
         the summary's counts; the links written."""
-        model, graph = self.model, self.graph
-        cols = {name: [] for name in links_schema().names}
-        good, bad, first, examples = [], 0, {}, {}
-        for fp, parent, key, s in frontier:
-            broken = [p.id for p in model.invariants if not p.check(model, s)]
-            row = (fp, parent, key, _labels(model, s, graph), bool(broken),
-                   encode(s) if checkpoint and not broken else None)
-            for name, value in zip(cols, row):
-                cols[name].append(value)
+        model, invariants, sometimes = self.model, self.model.invariants, self.model.sometimes
+        good, bads, first, examples = [], [], {}, {}
+        for fp, _, _, s in frontier:
+            broken = [p.id for p in invariants if not p.check(model, s)]
+            bads.append(bool(broken))
             if broken:
-                bad += 1
                 for pid in broken:
                     first[pid] = min(fp, first.get(pid, fp))
                 continue
-            for p in model.sometimes:
+            for p in sometimes:
                 if p.check(model, s):
                     examples[p.id] = min(fp, examples.get(p.id, fp))
             good.append((fp, s))
+        fps, parents, keys, states = zip(*frontier) if frontier else ((), (), (), ())
+        cols = {"fp": fps, "parent": parents, "action": keys,
+                "labels": [_labels(model, s) for s in states] if self.graph else [None] * len(frontier), "bad": bads,
+                "state": [None if bad else encode(s) for bad, s in zip(bads, states)] if checkpoint
+                else [None] * len(frontier)}
         write_table(self.ckpt.links(self.ckpt.level_dir(level), self.q), cols, links_schema())
-        return good, {"new": len(frontier), "bad": bad, "found": first, "examples": examples,
+        return good, {"new": len(frontier), "bad": sum(bads), "found": first, "examples": examples,
                       "checkpoint": checkpoint}
 
     def expand(self, level: int, good: list, met: set) -> tuple[dict, dict]:
@@ -191,7 +200,7 @@ class _Task:
             theirs = new[finders == d]
             counts.append(len(theirs))
             (self.hub / f"keep-{level}-{self.q}-{d}").write_bytes(theirs.tobytes())
-        return np.sort(np.concatenate((owned, new)), kind="stable"), counts  # two sorted runs, merged
+        return np.insert(owned, np.searchsorted(owned, new), new), counts  # ``new`` is sorted
 
     def kept(self, level: int, found: dict) -> list:
         """The states the owners named this task the finder of: [(fp, parent, action bytes, state)]."""
@@ -224,18 +233,23 @@ class _Task:
         while True:
             if self.max_depth is not None and level >= self.max_depth:  # checked, not expanded
                 return write_summary(ckpt.summary(where, q), summary)
+            clock = time.perf_counter()
             found, figures = self.expand(level, good, met)
             del good
+            took = time.perf_counter() - clock
+            self.spent["expand"] += took
+            cost = took / figures["expanded"] if figures["expanded"] else 0.0  # seconds per state here
             summary.update(figures)
             broke = bool(summary["found"] or figures["deadlock"] is not None or figures["action_bad"])
             flags = self.meet(f"expanded-{level}", b"1" if broke else b"0")
             if (self.stop_at_first and b"1" in flags) or (self.max_states is not None and total >= self.max_states):
                 return write_summary(ckpt.summary(where, q), summary)
+            clock = time.perf_counter()
             summary["shipped_records"] = self.send(level, found)
             self.meet(f"sent-{level}")
             owned, counts = self.own(level, owned)
             due = time.perf_counter() - since >= self.every
-            told = [marshal.loads(p) for p in self.meet(f"kept-{level}", marshal.dumps((counts, due)))]
+            told = [marshal.loads(p) for p in self.meet(f"kept-{level}", marshal.dumps((counts, due, cost)))]
             held = [sum(t[0][d] for t in told) for d in range(self.parts)]  # the next level's states, by finder
             frontier = self.kept(level, found)
             del found
@@ -248,27 +262,20 @@ class _Task:
             if checkpoint:  # the visited part of the level the manifest will then commit
                 since = time.perf_counter()
                 write_visited(ckpt.visited(ckpt.level_dir(level if count else level - 1), q), owned)
-            frontier = self.balance(level, frontier, held)
+            frontier = self.balance(level, frontier, _moves(held, [t[2] for t in told]))
             summary["shipped_bytes"], self.wrote = self.wrote, 0
             write_summary(ckpt.summary(where, q), summary)
             where = ckpt.level_dir(level)
             if count == 0:  # nothing new: the search is complete
                 return write_summary(ckpt.summary(where, q), {"new": 0, "bad": 0, "found": {}, "examples": {}})
+            self.spent["exchange"] += time.perf_counter() - clock
+            clock = time.perf_counter()
             good, summary = self.check(level, frontier, checkpoint)
             del frontier
+            self.spent["check"] += time.perf_counter() - clock
 
-    def balance(self, level: int, frontier: list, held: list) -> list:
-        """Step 4: the frontier of the next level, evened out between the tasks, in fingerprint order."""
-        share = -(-sum(held) // self.parts)
-        give, take = [max(0, k - share) for k in held], [max(0, share - k) for k in held]
-        moves, taker = [], 0
-        for giver in range(self.parts):
-            while give[giver]:
-                while not take[taker]:
-                    taker += 1
-                n = min(give[giver], take[taker])
-                moves.append((giver, taker, n))
-                give[giver], take[taker] = give[giver] - n, take[taker] - n
+    def balance(self, level: int, frontier: list, moves: list) -> list:
+        """Step 4: the frontier of the next level after ``moves`` (``_moves``), in fingerprint order."""
         frontier.sort(key=_first)
         for giver, taker, n in moves:
             if giver == self.q:
@@ -285,6 +292,31 @@ class _Task:
                 frontier += [(fp, parent, key, decode(data)) for fp, parent, key, data in given]
         frontier.sort(key=_first)
         return frontier
+
+
+def _moves(held: list, cost: list) -> list:
+    """(giver, taker, states) that even out the next level's expected work between the tasks: ``held[d]``
+    states at ``cost[d]`` seconds each, what task d's states cost it this level (they descend from its
+    own states, so are alike; a task with none costs the mean), a state moved costing its taker as much."""
+    known = [c for c in cost if c > 0]
+    mean = sum(known) / len(known) if known else 1.0
+    cost = [c if c > 0 else mean for c in cost]
+    work = [h * c for h, c in zip(held, cost)]
+    share = sum(work) / len(work)
+    excess, need = [max(0.0, w - share) for w in work], [max(0.0, share - w) for w in work]
+    moves, taker = [], 0
+    for giver, c in enumerate(cost):
+        while excess[giver] > 0 and taker < len(need):
+            if need[taker] <= 0:
+                taker += 1
+                continue
+            amount = min(excess[giver], need[taker])
+            n = min(int(amount / c), held[giver] - sum(m[2] for m in moves if m[0] == giver))
+            if n > 0:
+                moves.append((giver, taker, n))
+            excess[giver] -= amount
+            need[taker] -= amount
+    return moves
 
 
 def _first(row):
@@ -311,7 +343,7 @@ def _search(job):
         finally:
             gc.freeze()
             gc.enable()
-        yield task.q
+        yield task.figures()
     return run
 
 
@@ -322,6 +354,7 @@ class ResidentExplorer(SparkExplorer):
     def __init__(self, model, *, checkpoint_seconds: float = CHECKPOINT_SECONDS, **kw):
         super().__init__(model, **kw)
         self.every = checkpoint_seconds
+        self.tasks: list[dict] = []  # each task's figures, once the search has ended (``_Task.figures``)
         if kw.get("partitions") is None:
             self.parts = self.sc.defaultParallelism  # a task per slot
         self._slots()
@@ -346,7 +379,8 @@ class ResidentExplorer(SparkExplorer):
 
         def search():
             try:
-                self.sc.parallelize(range(self.parts), self.parts).barrier().mapPartitions(_search(job)).collect()
+                self.tasks = self.sc.parallelize(range(self.parts), self.parts).barrier().mapPartitions(
+                    _search(job)).collect()
             except Exception as exc:  # Py4JJavaError: a task failed (a model error, memory, a lost executor)
                 failed.append(exc)
 
@@ -374,6 +408,7 @@ class ResidentExplorer(SparkExplorer):
         if failed:
             self._failed(failed[0])
         hub.rmtree()
+        (self.ckpt.root / "tasks.json").write_text(json.dumps(self.tasks, indent=1) + "\n")
         return manifest
 
     def _await(self, where, worker: threading.Thread, failed: list) -> list:

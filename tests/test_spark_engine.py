@@ -109,8 +109,8 @@ def test_a_killed_run_continues_from_its_last_complete_level(tmp_path):
     model = registry.build("pip-473", "as-written")
     local, _ = explore(model)
     proc = subprocess.Popen([sys.executable, "-m", "pulsar_verify", "explore", "pip-473", "--engine", "spark",
-                             "--master", MASTER, "--out", str(tmp_path), "--quiet"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                             "--spark-search", "levels", "--master", MASTER, "--out", str(tmp_path), "--quiet"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     manifest = tmp_path / "spark" / "manifest.json"
     deadline = time.monotonic() + 300
     try:
