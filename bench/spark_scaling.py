@@ -13,8 +13,7 @@ process.
 
 ``local-all`` is the in-process explorer on every core (``explore --workers``), what Spark on the
 same machine competes with; ``resident[N]`` the Spark engine's resident search (``--spark-search
-resident``) on local[N]. ``probe`` is a Spark design without a shuffle of states (``spark_probe.py``):
-states counted, invariants checked, nothing else, so what such an engine could reach at most.
+resident``) on local[N].
 ``floor`` is the Spark engine's own Python work per state, in one process without Spark (see
 ``floor()``): twice its rate bounds what local[2] can reach on this machine.
 
@@ -36,7 +35,7 @@ from pathlib import Path
 
 CASES = ["pip-473/two-segments", "v4-txn/two-topics/off-segment-markers", "pip-373/two-txns",
          "pip-468/two-consumers-failover", "pip-477/cursor"]
-ENGINES = ["local", "local-all", "local[1]", "local[2]"]
+ENGINES = ["local", "local-all", "local[1]", "local[2]", "resident[2]"]
 
 
 def parse_case(case: str) -> tuple[str, str, str]:
@@ -58,12 +57,6 @@ def one(case: str, engine: str, liveness: bool = True, values: dict | None = Non
         overhead = None
     elif engine == "floor":
         return floor(case, model, liveness)
-    elif engine == "probe":
-        from spark_probe import probe
-        r = probe(model, values or {}, bounds)
-        return {"tasks": r["tasks"], "case": case, "engine": engine, "states": r["states"], "transitions": None,
-                "depth": r["levels"] - 1, "seconds": round(r["seconds"], 2),
-                "rate": round(r["states"] / r["seconds"], 1), "level_overhead": None, "levels": r["levels"]}
     else:
         from pulsar_verify.spark_checks.bfs import explore_spark
         from pulsar_verify.spark_checks.session import spark_session
@@ -157,7 +150,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--case", action="append", help="MODEL/BOUNDS[/VARIANT] (default: every model's largest)")
     p.add_argument("--engines", default=",".join(ENGINES),
-                   help="comma-separated: local, local-all, local[N], resident[N], floor, probe")
+                   help="comma-separated: local, local-all, local[N], resident[N], floor")
     p.add_argument("--nightly", metavar="CASE", help="one case, to completion, on each engine: the nightly run")
     p.add_argument("--no-liveness", action="store_true",
                    help="safety properties only, on every engine (no state graph, no transition files)")
@@ -191,8 +184,6 @@ def main() -> None:
                   f"{r['rate']:>9,.0f} {ratio:>13} {overhead:>8}", flush=True)
             if r.get("footprint"):
                 print(f"  {engine} footprint: " + json.dumps(r["footprint"]), flush=True)
-            if r.get("tasks"):
-                print(f"  {engine} tasks: " + json.dumps(r["tasks"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -47,9 +47,11 @@ def cache_dir() -> Path:
 
 
 def hot_modules() -> dict[str, Path]:
-    """Module name -> source file of every module compiled: the core above and each model package's and
-    invariants' modules (package ``__init__`` files stay source)."""
+    """Module name -> source file of every module compiled: the core above, the resident Spark search, and
+    each model package's and invariants' modules (package ``__init__`` files stay source)."""
     out = {f"pulsar_verify.{name}": PACKAGE / f"{name}.py" for name in CORE}
+    spark = importlib.util.find_spec("pulsar_verify.spark_checks").submodule_search_locations[0]
+    out["pulsar_verify.spark_checks.resident"] = Path(spark) / "resident.py"  # the resident Spark search's loop
     for pkg in ("pulsar_verify.models", "pulsar_verify.invariants"):
         for root in importlib.util.find_spec(pkg).submodule_search_locations:
             for path in sorted(Path(root).rglob("*.py")):

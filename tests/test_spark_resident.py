@@ -122,3 +122,11 @@ def test_a_failed_task_is_a_one_line_error_and_keeps_the_last_checkpoint(tmp_pat
 def test_more_partitions_than_slots_is_refused_before_the_search(tmp_path):
     with pytest.raises(UsageError, match="--partitions 2 or fewer"):
         resident(registry.build("toy-lock"), out=tmp_path, partitions=3)
+
+
+def test_a_level_is_evened_out_by_moving_the_fewest_states():
+    from pulsar_verify.spark_checks.resident import _moves
+    assert _moves([7, 7]) == [] and _moves([7, 8]) == []
+    assert _moves([150, 50]) == [(0, 1, 50)]
+    assert _moves([5, 5, 20]) == [(2, 0, 5), (2, 1, 5)]
+    assert _moves([0, 0]) == []
