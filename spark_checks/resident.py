@@ -28,6 +28,7 @@ driver has read), so a failed task fails the run, which the same command then re
 """
 from __future__ import annotations
 
+import fcntl
 import gc
 import json
 import marshal
@@ -46,6 +47,7 @@ from .checkpoint import Checkpoint, edges_schema, links_schema, read_summaries, 
 
 POLL = 0.0005  # seconds between the first looks for the other tasks' markers
 CHECKPOINT_SECONDS = 300.0  # at most this long between levels whose states are written
+LINGER = 60.0  # seconds a driver waits for the tasks of an earlier run of its checkpoint to end
 
 
 class _Aborted(Exception):
@@ -215,8 +217,8 @@ class _Task:
         return [(fp, parent, key(a), t) for fp, (parent, a, t) in found.items() if fp in keep]
 
     def primed(self) -> tuple[list, object]:
-        """The good states of the committed level this task expands first (its links file's), in
-        fingerprint order, and its partition's visited set."""
+        """The good states of the committed level this task expands first (its links file's), and its
+        partition's visited set."""
         import pyarrow.parquet as pq
         here = self.ckpt.level_dir(self.start)
         links = self.ckpt.links(here, self.q)
@@ -314,12 +316,13 @@ def _search(job, _):
     by reference when this module is compiled): the whole search in one task."""
     from pyspark import BarrierTaskContext
     task = _Task(job, BarrierTaskContext.get().partitionId())
-    started = task.hub / f"started-{task.q}"
-    if started.exists():  # Spark retries a failed barrier stage whole; the driver has read its levels
-        raise UsageError("a resident search is not retried: run the same command again to resume it")
-    started.write_bytes(b"")
-    gc.disable()  # states are acyclic: the collector's rescans would cost more than the search
+    held = _hold(task.ckpt.root, fcntl.LOCK_SH) if task.ckpt.root.fs.type_name == "local" else None
     try:
+        started = task.hub / f"started-{task.q}"
+        if started.exists():  # Spark retries a failed barrier stage whole; the driver has read its levels
+            raise UsageError("a resident search is not retried: run the same command again to resume it")
+        started.write_bytes(b"")
+        gc.disable()  # states are acyclic: the collector's rescans would cost more than the search
         task.run()
     except _Aborted:
         pass
@@ -329,7 +332,26 @@ def _search(job, _):
     finally:
         gc.freeze()
         gc.enable()
+        if held is not None:
+            held.close()
     return [task.figures()]
+
+
+def _hold(root, kind: int, wait: float | None = None):
+    """``root``'s lock file, open and locked: shared by each task while it runs; exclusive for a driver
+    starting tasks, which so waits until the tasks of an earlier run of this checkpoint have ended (a killed
+    driver's tasks outlive it briefly, and would take the new run's files). None if ``wait`` ran out."""
+    lock = open(f"{root.path}/resident.lock", "a")
+    deadline = None if wait is None else time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(lock, kind | (fcntl.LOCK_NB if deadline is not None else 0))
+            return lock
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                lock.close()
+                return None
+            time.sleep(0.05)
 
 
 class ResidentExplorer(SparkExplorer):
@@ -354,6 +376,12 @@ class ResidentExplorer(SparkExplorer):
 
     def _levels(self, manifest: dict) -> dict:
         self._slots()  # the checkpoint's partitions, when resumed
+        if self.ckpt.root.fs.type_name == "local":
+            lock = _hold(self.ckpt.root, fcntl.LOCK_EX, wait=LINGER)
+            if lock is None:
+                raise UsageError(f"tasks of an earlier run still hold {self.ckpt.root}/resident.lock after "
+                                 f"{LINGER:.0f} s: stop them, or use another --out")
+            lock.close()
         hub = self.ckpt.root / "resident"
         hub.rmtree()
         hub.mkdir()
@@ -400,9 +428,11 @@ class ResidentExplorer(SparkExplorer):
         """The tasks' summaries in ``where``, once all are there."""
         marks = [self.ckpt.summary(where, q) for q in range(self.parts)]
         while not all(m.exists() for m in marks):
-            if not worker.is_alive():
+            if not worker.is_alive():  # ended: failed, or wrote these summaries just before it ended
                 worker.join()
-                self._failed(failed[0] if failed else None)
+                if failed or not all(m.exists() for m in marks):
+                    self._failed(failed[0] if failed else None)
+                break
             time.sleep(0.02)
         return read_summaries(where, self.parts)
 

@@ -105,26 +105,31 @@ def test_a_run_stopped_at_a_level_continues_to_the_same_result(tmp_path):
     assert json.loads((tmp_path / "spark" / "stats.json").read_text())[:6] == stats_before[:6]
 
 
-def test_a_killed_run_continues_from_its_last_complete_level(tmp_path):
-    model = registry.build("pip-473", "as-written")
-    local, _ = explore(model)
+def killed_at_level(tmp_path, *options, level: int = 4) -> int:
+    """Run pip-473 on Spark from the command line with ``options``, kill it (driver, JVM and tasks) once its
+    manifest has committed ``level``; the level it had committed."""
     proc = subprocess.Popen([sys.executable, "-m", "pulsar_verify", "explore", "pip-473", "--engine", "spark",
-                             "--spark-search", "levels", "--master", MASTER, "--out", str(tmp_path), "--quiet"],
+                             *options, "--master", MASTER, "--out", str(tmp_path), "--quiet"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     manifest = tmp_path / "spark" / "manifest.json"
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline:
-            if manifest.exists() and json.loads(manifest.read_text())["levels"] >= 4:
+            if manifest.exists() and json.loads(manifest.read_text())["levels"] >= level:
                 break
-            time.sleep(0.2)
+            time.sleep(0.05)
         else:
-            pytest.fail("the run never reached level 4")
+            pytest.fail(f"the run never reached level {level}")
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver and its JVM, mid-level
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    levels = json.loads(manifest.read_text())["levels"]
-    assert levels < local.depth
+    return json.loads(manifest.read_text())["levels"]
+
+
+def test_a_killed_run_continues_from_its_last_complete_level(tmp_path):
+    model = registry.build("pip-473", "as-written")
+    local, _ = explore(model)
+    assert killed_at_level(tmp_path, "--spark-search", "levels") < local.depth
     resumed = explore_spark(model, master=MASTER, out=tmp_path)
     assert_same(local, resumed)
     assert len(json.loads((tmp_path / "spark" / "stats.json").read_text())) == local.depth + 2

@@ -4,11 +4,6 @@ in one line keeping its last checkpoint."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
@@ -18,8 +13,7 @@ from pulsar_verify.itf import trace_document, write_trace
 from pulsar_verify.model import UsageError
 from pulsar_verify.replay import replay
 
-from .helpers import ROOT
-from .test_spark_engine import MASTER, SAME, answers, assert_same
+from .test_spark_engine import MASTER, SAME, answers, assert_same, killed_at_level
 
 pytest.importorskip("pyspark")
 from pulsar_verify.spark_checks.bfs import explore_spark  # noqa: E402
@@ -70,23 +64,7 @@ def test_a_run_stopped_at_a_depth_continues_with_either_search_to_the_same_resul
 def test_a_killed_run_continues_from_its_last_checkpoint(tmp_path):
     model = registry.build("pip-473", "as-written")
     local, _ = explore(model)
-    proc = subprocess.Popen([sys.executable, "-m", "pulsar_verify", "explore", "pip-473", "--engine", "spark",
-                             "--spark-search", "resident", "--checkpoint-every", "0", "--master", MASTER,
-                             "--out", str(tmp_path), "--quiet"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    manifest = tmp_path / "spark" / "manifest.json"
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline:
-            if manifest.exists() and json.loads(manifest.read_text())["levels"] >= 4:
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the run never reached level 4")
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and the tasks, mid-level
-        proc.wait()
-    assert json.loads(manifest.read_text())["levels"] < local.depth
+    assert killed_at_level(tmp_path, "--spark-search", "resident", "--checkpoint-every", "0") < local.depth
     assert_same(local, resident(model, out=tmp_path))
 
 
@@ -130,3 +108,30 @@ def test_a_level_is_evened_out_by_moving_the_fewest_states():
     assert _moves([150, 50]) == [(0, 1, 50)]
     assert _moves([5, 5, 20]) == [(2, 0, 5), (2, 1, 5)]
     assert _moves([0, 0]) == []
+
+
+def test_each_state_is_filed_under_the_parent_and_action_the_stage_per_level_search_chooses(tmp_path):
+    import pyarrow.parquet as pq
+    model = registry.build("pip-473", "as-written")
+
+    def links(search):
+        explore_spark(model, master=MASTER, out=tmp_path / search, search=search, graph=False)
+        files = (tmp_path / search / "spark").glob("level-*/links.parquet/*.parquet")
+        rows = [r for f in files for r in pq.read_table(f, columns=["fp", "parent", "action"]).to_pylist()]
+        return sorted(rows, key=lambda r: r["fp"])
+
+    assert links("resident") == links("levels")
+
+
+def test_a_driver_waits_for_the_tasks_of_an_earlier_run_of_its_checkpoint(tmp_path, monkeypatch):
+    import fcntl
+    from pulsar_verify.spark_checks import resident as search
+    from pulsar_verify.spark_checks.location import Location
+    model = registry.build("toy-lock")
+    (tmp_path / "spark").mkdir()
+    lingering = search._hold(Location(tmp_path / "spark"), fcntl.LOCK_SH)  # a killed driver's task, still running
+    monkeypatch.setattr(search, "LINGER", 0.5)
+    with pytest.raises(UsageError, match="tasks of an earlier run still hold"):
+        resident(model, out=tmp_path)
+    lingering.close()
+    assert_same(explore(model)[0], resident(model, out=tmp_path))
