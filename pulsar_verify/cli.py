@@ -98,7 +98,7 @@ def parser() -> argparse.ArgumentParser:
                          "cluster), resident (one barrier stage whose tasks keep their states and exchange "
                          "fingerprints: faster, needs a slot per partition at once and checkpoints less often), "
                          "or auto (default: resident on a local master with a local --out, else levels)")
-    ex.add_argument("--checkpoint-every", type=_seconds, default=300.0, metavar="SECONDS",
+    ex.add_argument("--checkpoint-every", type=_seconds, metavar="SECONDS",
                     help="engine spark, resident search: the longest time between two checkpoints (default 300); "
                          "an interrupted run resumes from the last one")
     ex.add_argument("--workers", type=_positive, default=os.cpu_count() or 1,

@@ -15,11 +15,12 @@ from .outdir import write_text
 def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False, liveness=True,
                     master="local[*]", progress=None, out: Path | None = None, fresh=False,
                     conf: dict | None = None, partitions: int | None = None, spark=None, workers: int = 1,
-                    search: str = "auto", checkpoint_seconds: float = 300.0) -> Result:
+                    search: str = "auto", checkpoint_seconds: float | None = None) -> Result:
     """``out`` is where the Spark engine keeps its checkpoint (``out/spark``); the local engine writes nothing.
     ``spark``: a session already started (``start_spark``), else one is started for ``master``. ``workers``:
     the local engine's processes. ``search``: the Spark engine's, ``levels`` (``bfs.py``), ``resident``
-    (``resident.py``, which checkpoints at least every ``checkpoint_seconds``) or ``auto`` (``explore_spark``)."""
+    (``resident.py``, which checkpoints at least every ``checkpoint_seconds``, by default its own) or ``auto``
+    (``explore_spark``)."""
     if engine == "spark":
         from .spark_checks.bfs import explore_spark
         spark = spark or start_spark(master, conf, models=(model.name,))

@@ -231,11 +231,19 @@ def _ship(best: dict, parts: int, shipped: Counter, visited: list, sent: tuple):
             blob = _pack(records[i:i + CHUNK])
             shipped.update(shipped_records=len(records[i:i + CHUNK]), shipped_bytes=len(blob))
             yield dest, blob
-    fps, parents = np.concatenate(fps_out), np.concatenate(parents_out)
+    return _smallest_parent(np.concatenate(fps_out), np.concatenate(parents_out))
+
+
+def _smallest_parent(fps, parents, *columns) -> tuple:
+    """Per fingerprint of ``fps`` (arrays, one row each), the row with the smallest parent: the
+    fingerprints in order, their parents, and the same rows of ``columns``."""
+    import numpy as np
     order = np.lexsort((parents, fps))  # by fingerprint, the smallest parent first: the one kept
-    fps, parents = fps[order], parents[order]
-    first = np.concatenate(([True], fps[1:] != fps[:-1])) if len(fps) else np.zeros(0, dtype=bool)
-    return fps[first], parents[first]
+    fps = fps[order]
+    first = np.ones(len(fps), dtype=bool)
+    first[1:] = fps[1:] != fps[:-1]
+    keep = order[first]
+    return (fps[first], parents[keep], *(c[keep] for c in columns))
 
 
 def _expand(model, states, parts: int, edges: Location | None, visited: list):

@@ -41,7 +41,7 @@ from pulsar_verify.explorer import peak_rss_mb, state_key
 from pulsar_verify.fingerprint import decode, encode
 from pulsar_verify.model import StepChecks, UsageError
 
-from .bfs import SparkExplorer, _labels, _lookup, _model, dump_action, spark_failure
+from .bfs import SparkExplorer, _labels, _lookup, _model, _smallest_parent, dump_action, spark_failure
 from .checkpoint import Checkpoint, edges_schema, links_schema, read_summaries, read_visited, rows, \
     write_summary, write_table, write_visited
 
@@ -193,11 +193,7 @@ class _Task:
         finders = np.repeat(np.arange(self.parts), halves)
         fresh = ~_lookup(owned, fps)[1]
         fps, parents, finders = fps[fresh], parents[fresh], finders[fresh]
-        order = np.lexsort((parents, fps))  # by fingerprint, then parent: the first of each is kept
-        fps, finders = fps[order], finders[order]
-        first = np.ones(len(fps), dtype=bool)
-        first[1:] = fps[1:] != fps[:-1]
-        new, finders = fps[first], finders[first]
+        new, _, finders = _smallest_parent(fps, parents, finders)
         counts = []
         for d in range(self.parts):
             theirs = new[finders == d]
