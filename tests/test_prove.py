@@ -21,11 +21,13 @@ from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdi
 from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import pip477_build as zbd, pip477_rollback as zrb, pip477_stamps as zstamp
 from pulsar_verify.properties import pip477_position as zpos, pip473_forget as zfg, pip473_reap as zrp
+from pulsar_verify.properties import pip468_intent as zoi
 from pulsar_verify.properties import v4txn_completes as zend, v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, fixes_of, inductive as induction, \
     same, vacuous_steps
 from pulsar_verify.invariants.pip473 import SYSTEM as PIP473_SYSTEM
 from pulsar_verify.invariants.v4txn import SYSTEM as V4_SYSTEM
+from pulsar_verify.invariants.pip468 import SYSTEM as PIP468_SYSTEM
 from pulsar_verify import registry as models
 from pulsar_verify.explorer import explore
 from pulsar_verify.findings import catalogue, shortest
@@ -126,6 +128,7 @@ def test_obligation_verdicts():
         ("pip-477", "old-records-unrouted-inductive", ("all-fixes",)): PROVED,
         ("pip-468", "cursors-before-routing-inductive", ("as-written",)): VIOLATED,
         ("pip-468", "cursors-before-routing-inductive", ("subs-in-metadata", "all-fixes")): PROVED,
+        ("pip-468", "writable-coverage-ranked", ("op-intent", "all-fixes")): PROVED,
         ("pip-473", "no-write-after-end-inductive", ("as-written",)): VIOLATED,
         ("pip-473", "no-write-after-end-inductive", ("recheck-before-ack", "all-fixes")): PROVED,
         ("pip-477", "rollback-keeps-reads-inductive", ("as-written",)): VIOLATED,
@@ -650,6 +653,10 @@ def test_no_step_of_an_encoding_proved_by_induction_is_vacuous():
     for fixes in (frozenset(), frozenset({zend.FIX})):
         v, w = zend.Vars(""), zend.Vars("'")
         assert vacuous_steps(zend.invariant(v), zend.steps(v, w, fixes, z3.Const("k", zend.Topic))) == []
+    for fixes in (frozenset(), frozenset({zoi.FIX})):  # the invariant bases every copy on the current version
+        v, w = zoi.Vars(""), zoi.Vars("'")
+        xs = (z3.Const("b", zoi.Broker), z3.Const("g", zoi.Seg))
+        assert vacuous_steps(zoi.invariant(v), zoi.steps(v, w, fixes, *xs)) == ["cas_conflict"]
     for fixes in (frozenset(), frozenset({zfg.FIX})):
         v, w = zfg.Vars(""), zfg.Vars("'")
         xs = (z3.Const("k", zfg.Seg), z3.Const("st", zfg.Store))
@@ -772,6 +779,35 @@ def test_the_end_txn_ranking_fails_as_written_on_the_rejected_marker_needs_its_i
     model, pairs = transitions_reached("v4-txn", "as-written", "sealed")
     drifted = zend.simulation(model, pairs, steps_of=lambda v, w, _, k: zend.steps(v, w, fixed, k))
     assert drifted and all(d.startswith("marker_rejected(") for d in drifted)
+
+
+INTENT_CASES = [(v, p) for v in ("op-intent", "all-fixes") for p in ("failover", "split-merge", "merge")]
+INTENT_CASES += [(v, p) for v in ("op-intent", "all-fixes") for p in ("consumer-failover", "session-failover",
+                                                                      "merge-new-sub")] if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", INTENT_CASES, ids="/".join)
+def test_the_intent_encoding_simulates_the_pip468_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("pip-468", *case)
+    assert zoi.simulation(model, pairs) == []
+
+
+def test_the_intent_ranking_fails_without_the_resume_its_invariant_or_a_helper_and_catches_unrecorded_operations():
+    """Without the fix's resume a new leader holds the lock with nothing running the intent; without the invariant a
+    stranded layout may have no intent to resume; a CAS that is never enabled leaves the copy stuck; and the model as
+    written terminates parents of operations the fixed encoding has no record of."""
+    fixed = frozenset({zoi.FIX})
+    assert "--elect-->" in zoi.resumed(frozenset()).detail
+    weak = zoi.resumed(fixed, invariant_of=lambda v: z3.BoolVal(True))
+    assert weak.status == VIOLATED and weak.detail.startswith("counterexample to progress")
+    stuck = zoi.resumed(fixed, helpers_of=lambda v, fixes, k, x: dict(
+        zoi.helpers(v, fixes, k, x), cas=(zoi.helpers(v, fixes, k, x)["cas"][0], z3.BoolVal(False))))
+    assert stuck.status == VIOLATED and stuck.detail.startswith("cas is to be taken but disabled")
+    assert set(zoi.helpers(zoi.Vars(""), fixed, z3.Const("b", zoi.Broker), z3.Const("g", zoi.Seg))) <= set(
+        PIP468_SYSTEM)
+    model, pairs = transitions_reached("pip-468", "as-written", "failover")
+    drifted = zoi.simulation(model, pairs, steps_of=lambda v, w, _, k, x: zoi.steps(v, w, fixed, k, x))
+    assert drifted and {d.split("(")[0] for d in drifted} == {"terminate", "cas"}
 
 
 FORGET_CASES = [("all-fixes", "acks", {"crashes": 0}), ("forget-collected-acks", "default", None)]
