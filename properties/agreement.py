@@ -22,7 +22,10 @@ import z3
 
 from pulsar_verify import registry
 
+from .obligations import Pins
+
 Env = dict  # a variable's name (as Z3 knows it) -> its value, a Python int or bool
+PINS = Pins()
 
 _NARY = {z3.Z3_OP_AND: all, z3.Z3_OP_OR: any}
 _BINARY = {z3.Z3_OP_LE: operator.le, z3.Z3_OP_LT: operator.lt, z3.Z3_OP_GE: operator.ge, z3.Z3_OP_GT: operator.gt,
@@ -78,47 +81,6 @@ def _compile(e, cache: dict) -> Callable[[Env], object]:
         op, (a, b) = _BINARY[kind], args
         return lambda env: op(a(env), b(env))
     raise NotImplementedError(f"agreement: no evaluation of {e.decl()} (in {e})")
-
-
-def values(formula) -> Env:
-    """The environment a conjunction of ``var == value`` (and ``var``, ``Not(var)``) fixes: an
-    encoding's ``concrete`` state. Read from the formula's text, in one call to Z3 (walking the terms
-    through its Python API costs about 0.2 ms a variable)."""
-    out = {}
-    for term in _parsed(formula.sexpr()):
-        if isinstance(term, str) and term not in ("true", "false"):
-            out[term] = True
-        elif isinstance(term, list) and term[0] == "not" and isinstance(term[1], str):
-            out[term[1]] = False
-        elif isinstance(term, list) and term[0] == "=" and isinstance(term[1], str) and _literal(term[2]) is not None:
-            out[term[1]] = _literal(term[2])
-        else:
-            raise ValueError(f"agreement: a concrete state fixes each variable to a value, not {term}")
-    return out
-
-
-def _parsed(text: str) -> list:
-    """The terms of an s-expression conjunction (one term alone for a formula that is not one)."""
-    stack: list = [[]]
-    for token in text.replace("(", " ( ").replace(")", " ) ").split():
-        if token == "(":
-            stack.append([])
-        elif token == ")":
-            done = stack.pop()
-            stack[-1].append(done)
-        else:
-            stack[-1].append(token.strip("|"))
-    top = stack[0][0]
-    return top[1:] if isinstance(top, list) and top and top[0] == "and" else [top]
-
-
-def _literal(term):
-    """An Int or Bool value written as Z3 prints it (``3``, ``(- 3)``, ``true``), or None."""
-    if term in ("true", "false"):
-        return term == "true"
-    if isinstance(term, list) and len(term) == 2 and term[0] == "-" and str(term[1]).isdigit():
-        return -int(term[1])
-    return int(term) if isinstance(term, str) and term.isdigit() else None
 
 
 @attrs.frozen
@@ -195,9 +157,9 @@ def check(encoding_class, variant: str, preset: str, show: int = 5) -> Agreement
 
     envs: dict = {}
 
-    def env_of(s) -> Env:  # a state's values, read once from ``concrete`` (building Z3 terms is slow)
+    def env_of(s) -> Env:  # a state's values, read once
         if s not in envs:
-            envs[s] = values(enc.concrete(f.v, s))
+            envs[s] = enc.concrete(PINS, s)
         return envs[s]
 
     states = reachable(model)

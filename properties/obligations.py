@@ -344,6 +344,30 @@ class StateVars:
         return out
 
 
+class Pinned(tuple):
+    """``(name, value)``: a variable of a concrete state fixed to a Python value (``Pins``)."""
+
+
+class _Pin:
+    __slots__ = ("name",)
+    __hash__ = None
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __eq__(self, value):
+        return Pinned((self.name, value))
+
+
+class Pins:
+    """Stands for a state's variables in ``StepEncoding.concrete``: ``pins[name] == value`` is a ``Pinned``, not a Z3
+    equation, and ``concrete`` then returns the state's values (name -> value) without building a Z3 term (the
+    agreement check reads every reachable state this way: building the terms took most of its time)."""
+
+    def __getitem__(self, name: str) -> _Pin:
+        return _Pin(name)
+
+
 def same(v: StateVars, w: StateVars, changes: dict) -> z3.BoolRef:
     """``w`` is ``v`` with ``changes`` (name -> new value) made."""
     return z3.And(*[w[k] == changes.get(k, v[k]) for k in v.vars])
@@ -388,6 +412,13 @@ class StepEncoding:
         """``disagreements`` of the encoding of the model's own configuration (the agreement tests'
         entry point)."""
         return cls(model.config).disagreements(model, pairs, transitions_of)
+
+    @staticmethod
+    def conjunction(facts: list):
+        """What ``concrete`` returns for its ``facts``: their ``And``; for ``Pins``, the values they fix."""
+        if facts and all(isinstance(f, Pinned) for f in facts):
+            return dict(facts)
+        return z3.And(*facts)
 
     def transitions(self, v, w) -> dict:
         """Action label -> formula from ``v`` to ``w``."""

@@ -305,7 +305,7 @@ class Pip468LayoutSteps(StepEncoding):
                 out += [v[f"step{b}{k}"] == STEP[op.step], v[f"progress{b}{k}"] == op.progress,
                         v[f"base{b}{k}"] == op.base, v[f"p1{b}{k}"] == p[0], v[f"p2{b}{k}"] == p[1],
                         v[f"c1{b}{k}"] == ch[0], v[f"c2{b}{k}"] == ch[1], v[f"osub{b}{k}"] == ("s0" in op.subs)]
-        return z3.And(*out)
+        return self.conjunction(out)
 
     @staticmethod
     def label(a) -> str:

@@ -526,7 +526,7 @@ class Pip468Steps(StepEncoding):
                 out += [v[f"assigned{b}"] == ASSIGNMENT[c.assigned.get("c1", ())], v[f"pend{b}"] == pend,
                         v[f"member{b}"] == ("c1" in c.members),
                         v[f"conn{b}"] == ("c1" in c.connected), v[f"timer{b}"] == ("c1" in c.timers)]
-        return z3.And(*out)
+        return self.conjunction(out)
 
     @staticmethod
     def label(a) -> str:

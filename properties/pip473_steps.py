@@ -391,7 +391,7 @@ class Pip473Steps(StepEncoding):
             out += [v[f"entry{i}"] == (log[i] if i < len(log) else 0), v[f"received{i}"] == (i in sub.received),
                     v[f"filtered{i}"] == (i in sub.filtered), v[f"acked{i}"] == (i in sub.acked),
                     v[f"made{i}"] == ((1, 0, 0, i) in s.acks_made), v[f"applied{i}"] == (s.applied.get((0, 0, i)) == 1)]
-        return z3.And(*out)
+        return self.conjunction(out)
 
     @staticmethod
     def label(a) -> str:

@@ -879,7 +879,7 @@ class Pip477Steps(StepEncoding):
         assert len(s.rpc) <= RPCS and len(s.ml) <= self.ml and len(s.msgs) <= self.msgs
         if o is None:
             out += [v[k] == 0 for k in ("w_l", "w_c", "c_l", "c_c", "i_l", "i_md", "i_attr", "i_user", "i_ver",
-                                        "o_md", "r_l", "r_c")] + [z3.Not(v["o_roll"])]
+                                        "o_md", "r_l", "r_c")] + [v["o_roll"] == False]  # noqa: E712
         else:
             out += [v["w_l"] == (o.write[0] if o.write else 0), v["w_c"] == (CLUSTER[o.write[1]] if o.write else 0),
                     v["c_l"] == o.cursor[0], v["c_c"] == CLUSTER[o.cursor[1]], v["i_l"] == o.info.ledger,
@@ -908,7 +908,7 @@ class Pip477Steps(StepEncoding):
                         v[f"n{c}_{lid}"] == len(held or ()),
                         *[v[f"e{c}_{lid}_{j}"] == (held[j] if held and j < len(held) else 0) for j in range(ENTRIES)]]
         assert all(lid in IDS for c in ("old", "new") for lid in s.bk[c].keys())
-        return z3.And(*out)
+        return self.conjunction(out)
 
     def locator(self, v, fmt: str, entries: tuple) -> list:
         """The index entries held in the variables ``fmt.format(field, i)`` are ``entries``."""

@@ -250,7 +250,7 @@ class Steps(StepEncoding):
             kind, txn = (KIND[log[i][0]], log[i][1]) if i < len(log) else (NO, 0)
             out += [v[f"kind{i}"] == kind, v[f"txn{i}"] == txn, v[f"received{i}"] == (i in sub.received),
                     v[f"filtered{i}"] == (i in sub.filtered)]
-        return z3.And(*out)
+        return self.conjunction(out)
 
     @staticmethod
     def label(a) -> str:

@@ -92,8 +92,23 @@ def test_a_compiled_term_evaluates_as_z3_does(term, x, y, b):
     assert agreement.compiled(term, {})(env) == expected.as_long()
 
 
-def test_values_reads_a_concrete_state_and_refuses_anything_else():
-    x, b = z3.Int("x"), z3.Bool("b")
-    assert agreement.values(z3.And(x == 3, b == True, z3.Not(z3.Bool("c")))) == {"x": 3, "b": True, "c": False}  # noqa: E712
-    with pytest.raises(ValueError, match="fixes each variable"):
-        agreement.values(z3.And(x > 3, b))
+@pytest.mark.parametrize("encoding", step_encodings(), ids=lambda e: e.__name__)
+def test_a_states_pinned_values_are_those_its_z3_formula_fixes(encoding):
+    """The agreement check reads each state through ``Pins``: the values must be the only ones the encoding's Z3
+    formula of the state allows, for every variable it keeps (30 states of its first covered case)."""
+    variant, preset = agreement.cases(encoding)[0][0]
+    model = registry.build(encoding.model, variant, preset=preset)
+    enc = encoding(model.config)
+    v = enc.vars("")
+    for _, s in agreement.reachable(model)[::7][:30]:
+        pinned = enc.concrete(agreement.PINS, s)
+        assert set(pinned) == set(v.vars)
+        solver = z3.Solver()
+        solver.add(enc.concrete(v, s))
+        assert solver.check() == z3.sat
+        m = solver.model()
+        found = {k: m.eval(x, model_completion=True) for k, x in v.vars.items()}
+        assert {k: z3.is_true(x) if z3.is_bool(x) else x.as_long() for k, x in found.items()} == {
+            k: bool(x) if z3.is_bool(v[k]) else int(x) for k, x in pinned.items()}
+        solver.add(z3.Or(*[x != found[k] for k, x in v.vars.items()]))
+        assert solver.check() == z3.unsat
