@@ -217,7 +217,8 @@ def resumed(fixes, invariant_of=invariant, helpers_of=helpers) -> Verdict:
     k, x = z3.Const("broker", Broker), z3.Const("segment", Seg)
     y, b = z3.Const("y", Seg), z3.Const("b", Broker)
     init = z3.And(z3.Not(v.intent), v.failovers >= 0, v.subs >= 0, z3.Not(v.locked),
-                  v.leader == z3.K(Broker, z3.BoolVal(False)), v.runs == z3.K(Broker, z3.BoolVal(False)), v.term == z3.K(Seg, z3.BoolVal(False)),
+                  v.leader == z3.K(Broker, z3.BoolVal(False)), v.runs == z3.K(Broker, z3.BoolVal(False)),
+                  v.term == z3.K(Seg, z3.BoolVal(False)),
                   z3.ForAll([y], v.used[y] == v.active[y]))
     covers = z3.Exists([b, y], z3.Or(*[when for when, _ in helpers_of(v, fixes, b, y).values()]))
     return ranked(init, invariant_of(v), invariant_of(w), stranded(v), stranded(w), z3.Not(stranded(w)),
