@@ -35,9 +35,63 @@ _BINARY = {z3.Z3_OP_LE: operator.le, z3.Z3_OP_LT: operator.lt, z3.Z3_OP_GE: oper
 
 def compiled(e, cache: dict) -> Callable[[Env], object]:
     """``e`` (a Z3 term over named Int and Bool constants, or a Python int or bool) as a function of
-    an environment; ``cache`` shares the functions of common subterms."""
+    an environment: one Python expression (``_source``), or, for a term too large or deep for that,
+    a function per subterm (``cache`` shares both among common subterms)."""
     if not z3.is_expr(e):
         return lambda env: e
+    try:
+        return eval(f"lambda env: {_source(e, cache)}")  # noqa: S307 (the term's own operators and names)
+    except (_TooLong, RecursionError, SyntaxError):
+        return _function(e, cache)
+
+
+class _TooLong(Exception):
+    """A term whose source would exceed ``_LONGEST`` characters (a shared subterm repeated in it)."""
+
+
+_LONGEST = 200_000
+_INFIX = {z3.Z3_OP_LE: "<=", z3.Z3_OP_LT: "<", z3.Z3_OP_GE: ">=", z3.Z3_OP_GT: ">", z3.Z3_OP_SUB: "-",
+          z3.Z3_OP_MOD: "%", z3.Z3_OP_IDIV: "//", z3.Z3_OP_EQ: "==", z3.Z3_OP_ADD: "+", z3.Z3_OP_MUL: "*",
+          z3.Z3_OP_AND: "and", z3.Z3_OP_OR: "or"}
+
+
+def _source(e, cache: dict) -> str:
+    """``e`` as Python source over ``env``, every subterm parenthesized."""
+    key = ("source", e.get_id())
+    if key in cache:
+        return cache[key][1]
+    if z3.is_int_value(e):
+        text = str(e.as_long())
+    elif z3.is_true(e) or z3.is_false(e):
+        text = str(z3.is_true(e))
+    else:
+        kind = e.decl().kind()
+        if kind == z3.Z3_OP_UNINTERPRETED and e.num_args() == 0:
+            text = f"env[{e.decl().name()!r}]"
+        else:
+            args = [_source(a, cache) for a in e.children()]
+            if kind == z3.Z3_OP_NOT:
+                text = f"(not {args[0]})"
+            elif kind == z3.Z3_OP_ITE:
+                text = f"({args[1]} if {args[0]} else {args[2]})"
+            elif kind == z3.Z3_OP_IMPLIES:
+                text = f"((not {args[0]}) or {args[1]})"
+            elif kind == z3.Z3_OP_DISTINCT:
+                text = f"(len({{{', '.join(args)}}}) == {len(args)})"
+            elif kind == z3.Z3_OP_UMINUS:
+                text = f"(-{args[0]})"
+            elif kind in _INFIX and args and (len(args) == 2 or kind in (z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_ADD,
+                                                                          z3.Z3_OP_MUL)):
+                text = "(" + f" {_INFIX[kind]} ".join(args) + ")"
+            else:
+                raise NotImplementedError(f"agreement: no evaluation of {e.decl()} (in {e})")
+    if len(text) > _LONGEST:
+        raise _TooLong
+    cache[key] = (e, text)
+    return text
+
+
+def _function(e, cache: dict) -> Callable[[Env], object]:
     key = e.get_id()  # unique while the term lives, so the cache holds the term too
     if key not in cache:
         cache[key] = (e, _compile(e, cache))
@@ -55,7 +109,7 @@ def _compile(e, cache: dict) -> Callable[[Env], object]:
     if kind == z3.Z3_OP_UNINTERPRETED and e.num_args() == 0:
         name = e.decl().name()
         return lambda env: env[name]
-    args = [compiled(a, cache) for a in e.children()]
+    args = [_function(a, cache) for a in e.children()]
     if kind in _NARY:
         fold = _NARY[kind]
         return lambda env: fold(a(env) for a in args)

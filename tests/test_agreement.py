@@ -90,6 +90,7 @@ def test_a_compiled_term_evaluates_as_z3_does(term, x, y, b):
     expected = z3.simplify(z3.substitute(term, (z3.Int("x"), z3.IntVal(x)), (z3.Int("y"), z3.IntVal(y)),
                                          (z3.Bool("b"), z3.BoolVal(b))))
     assert agreement.compiled(term, {})(env) == expected.as_long()
+    assert agreement._function(term, {})(env) == expected.as_long()  # the form of a term too long to inline
 
 
 @pytest.mark.parametrize("encoding", step_encodings(), ids=lambda e: e.__name__)
