@@ -178,16 +178,17 @@ class Compiled:
 
 
 def reachable(model) -> list:
-    """(depth, state) of every state the model reaches, breadth first; a state that breaks an
-    invariant is kept but not expanded, as the explorer does."""
+    """(depth, state, its transitions) of every state the model reaches, breadth first; a state that breaks an
+    invariant is kept, with its transitions, but not expanded, as the explorer does."""
     seen = set(model.init_states())
     out, frontier, depth = [], list(seen), 0
     while frontier:
         nxt = []
         for s in frontier:
-            out.append((depth, s))
+            transitions = list(model.successors(s))
+            out.append((depth, s, transitions))
             if all(p.check(model, s) for p in model.invariants):
-                for _, t in model.successors(s):
+                for _, t in transitions:
                     if t not in seen:
                         seen.add(t)
                         nxt.append(t)
@@ -217,10 +218,9 @@ def check(encoding_class, variant: str, preset: str, show: int = 5) -> Agreement
         return envs[s]
 
     states = reachable(model)
-    for depth, s in states:
+    for depth, s, theirs in states:
         env = env_of(s)
         ours = f.successors(env)
-        theirs = list(model.successors(s))
         steps += len(theirs)
         for label in sorted(set(ours) - {enc.label(a) for a, _ in theirs}):
             say(depth, s, f"{label} is enabled in the encoding only")

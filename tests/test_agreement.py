@@ -101,7 +101,7 @@ def test_a_states_pinned_values_are_those_its_z3_formula_fixes(encoding):
     model = registry.build(encoding.model, variant, preset=preset)
     enc = encoding(model.config)
     v = enc.vars("")
-    for _, s in agreement.reachable(model)[::7][:30]:
+    for _, s, _ in agreement.reachable(model)[::7][:30]:
         pinned = enc.concrete(agreement.PINS, s)
         assert set(pinned) == set(v.vars)
         solver = z3.Solver()

@@ -492,7 +492,7 @@ def transitions_reached(name: str, variant: str, preset: str, overrides=None):
     """The model and every transition out of every state it reaches (as the explorer, without symmetry)."""
     from pulsar_verify.properties.agreement import reachable
     model = models.build(name, variant, overrides, preset=preset)
-    return model, [(s, a, t) for _, s in reachable(model) for a, t in model.successors(s)]
+    return model, [(s, a, t) for _, s, transitions in reachable(model) for a, t in transitions]
 
 
 @pytest.mark.parametrize("case", ACKS_CASES, ids=lambda c: "/".join(c[:2]) + ("/no-crash" if c[2] else ""))
