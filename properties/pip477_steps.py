@@ -566,7 +566,7 @@ class Pip477Steps(StepEncoding):
                                                                for i, x in enumerate(back)])), {
             **{f"sattr{i}": z3.If(x, OLD, v[f"sattr{i}"]) for i, x in enumerate(back)},
             **{f"shash{i}": z3.If(x, 0, v[f"shash{i}"]) for i, x in enumerate(back) if resets},
-            "sver": v["sver"] + 1,
+            "sver": v["sver"] + (self.variant != "mutant:rollback-keeps-version"),
             **{f"reverted{lid}": z3.Or(v[f"reverted{lid}"], *[z3.And(x, e[1] == lid)
                                                               for x, e in zip(back, self.entries(v))])
                for lid in IDS}})
@@ -675,8 +675,8 @@ class Pip477Steps(StepEncoding):
                 **{f"mla{i}": z3.If(v["mln"] == i, stamp, v[f"mla{i}"]) for i in range(self.ml)},
                 "w_l": lid, "w_c": c, "b_roll": z3.If(write_ok, v["b_roll"] - 1, v["b_roll"])})
             first = v["ml0"]
-            acked = z3.And(*[z3.Implies(z3.And(k < v["nmsg"], v[f"msg{k}"] == first), k < v["acked_md"])
-                             for k in range(self.msgs)])
+            acked = z3.BoolVal(True) if self.variant == "mutant:trim-unacked" else z3.And(
+                *[z3.Implies(z3.And(k < v["nmsg"], v[f"msg{k}"] == first), k < v["acked_md"]) for k in range(self.msgs)])
             where = self.startup(v, b) if self.variant == "mutant:constructor-bk" else self.resolve(v, v["mla0"], b)
             may = z3.And(owned, v["mln"] > 1, z3.Or(v["w_l"] == 0, v["w_l"] != first), acked)
             shifted = {**{f"ml{i}": (v[f"ml{i + 1}"] if i + 1 < self.ml else 0) for i in range(self.ml)},
