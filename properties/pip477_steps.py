@@ -389,13 +389,16 @@ class Pip477Steps(StepEncoding):
     def source_of(self, v):
         return z3.If(v["directive"], v["source"], OLD)
 
-    def candidate(self, v, lid: int, kind: str):
+    def candidate(self, v, lid: int, kind: str, built_too: bool = False):
         """BUILD's work list holds ``(lid, kind)``: stamped old (or unstamped, its source old), not
-        built or failed yet."""
+        built or failed yet; ``built_too``: what BUILD takes up besides (mutant build-new-entries: a schema
+        entry stamped new, which the phase does not wait for)."""
         def old(attr):
             return z3.If(attr != 0, attr, self.source_of(v)) == OLD
         if kind == "schema":
-            stamped = z3.Or(*[z3.And(there, ledger == lid, old(attr)) for there, ledger, attr, _ in self.entries(v)])
+            new = built_too and self.variant == "mutant:build-new-entries"
+            stamped = z3.Or(*[z3.And(there, ledger == lid, z3.Or(old(attr), new and attr == NEW))
+                              for there, ledger, attr, _ in self.entries(v)])
         else:
             stamped = z3.And(v["cl"] == lid, old(v["cattr"]))
         return z3.And(stamped, v[f"built{lid}"] == -1, z3.Not(v[f"failed{lid}"]))
@@ -514,7 +517,8 @@ class Pip477Steps(StepEncoding):
         changes = {k: pick(k) for k in keys}
         changes[f"failed{lid}"] = z3.Or(v[f"failed{lid}"], fails)
         idle = v[f"cp{b}_{lid}"] == -1
-        return {f"build({b},{kind},{lid})": (z3.And(building, self.candidate(v, lid, kind), idle), changes)}
+        return {f"build({b},{kind},{lid})": (z3.And(building, self.candidate(v, lid, kind, built_too=True), idle),
+                                             changes)}
 
     def copy_steps(self, v, b: int, building, lid: int) -> dict:
         """BUILD's copy of ``lid`` in progress on broker ``b``: the next entry, then the close and record."""
