@@ -680,7 +680,8 @@ class Pip477Steps(StepEncoding):
                 "w_l": lid, "w_c": c, "b_roll": z3.If(write_ok, v["b_roll"] - 1, v["b_roll"])})
             first = v["ml0"]
             acked = z3.BoolVal(True) if self.variant == "mutant:trim-unacked" else z3.And(
-                *[z3.Implies(z3.And(k < v["nmsg"], v[f"msg{k}"] == first), k < v["acked_md"]) for k in range(self.msgs)])
+                *[z3.Implies(z3.And(k < v["nmsg"], v[f"msg{k}"] == first), k < v["acked_md"])
+                  for k in range(self.msgs)])
             where = self.startup(v, b) if self.variant == "mutant:constructor-bk" else self.resolve(v, v["mla0"], b)
             may = z3.And(owned, v["mln"] > 1, z3.Or(v["w_l"] == 0, v["w_l"] != first), acked)
             shifted = {**{f"ml{i}": (v[f"ml{i + 1}"] if i + 1 < self.ml else 0) for i in range(self.ml)},
