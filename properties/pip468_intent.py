@@ -166,7 +166,7 @@ def invariant(v: Vars) -> z3.BoolRef:
         z3.Implies(v.locked, z3.And(v.leader[v.holder], z3.Implies(v.intent, v.runs[v.holder]))))
 
 
-def _rank(v: Vars, b) -> z3.ArithRef:
+def _rank(v: Vars, b) -> tuple:
     """A copy's rank: based on an older version (its CAS will conflict and restart it) above any copy based on the
     current one, then its stage, then its calls left (at least one: the ranks below a stage's are its calls)."""
     order = z3.If(v.stage[b] == STAGE[DISCOVER], ORDER[DISCOVER], z3.If(v.stage[b] == STAGE[CREATE], ORDER[CREATE],
