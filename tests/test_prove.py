@@ -21,7 +21,7 @@ from pulsar_verify.properties import pip473_acks as zack, pip473_dispatch as zdi
 from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid, pip477_reserved as zrk
 from pulsar_verify.properties import pip477_build as zbd, pip477_rollback as zrb, pip477_stamps as zstamp
 from pulsar_verify.properties import pip477_position as zpos, pip473_forget as zfg, pip473_reap as zrp
-from pulsar_verify.properties import pip468_intent as zoi
+from pulsar_verify.properties import pip468_intent as zoi, pip468_rebalance as zrbl
 from pulsar_verify.properties import v4txn_completes as zend, v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, fixes_of, inductive as induction, \
     same, vacuous_steps
@@ -129,6 +129,7 @@ def test_obligation_verdicts():
         ("pip-468", "cursors-before-routing-inductive", ("as-written",)): VIOLATED,
         ("pip-468", "cursors-before-routing-inductive", ("subs-in-metadata", "all-fixes")): PROVED,
         ("pip-468", "writable-coverage-ranked", ("op-intent", "all-fixes")): PROVED,
+        ("pip-468", "leader-assignment-current-ranked", ("leader-watches-layout",)): PROVED,
         ("pip-473", "no-write-after-end-inductive", ("as-written",)): VIOLATED,
         ("pip-473", "no-write-after-end-inductive", ("recheck-before-ack", "all-fixes")): PROVED,
         ("pip-477", "rollback-keeps-reads-inductive", ("as-written",)): VIOLATED,
@@ -657,6 +658,12 @@ def test_no_step_of_an_encoding_proved_by_induction_is_vacuous():
         v, w = zoi.Vars(""), zoi.Vars("'")
         xs = (z3.Const("b", zoi.Broker), z3.Const("g", zoi.Seg))
         assert vacuous_steps(zoi.invariant(v), zoi.steps(v, w, fixes, *xs)) == []
+    for fixes in (fixes_of("pip-468", zrbl.FIX), fixes_of("pip-468", "all-fixes")):
+        v, w = zrbl.Vars(""), zrbl.Vars("'")
+        assert vacuous_steps(zrbl.invariant(v), zrbl.steps(v, w, fixes, z3.Const("b", zrbl.Broker))) == []
+    v, w = zrbl.Vars(""), zrbl.Vars("'")  # as written the leader has no watch on the layout
+    assert vacuous_steps(zrbl.invariant(v), zrbl.steps(v, w, frozenset(), z3.Const("b", zrbl.Broker))) == [
+        "layout_changed"]
     for fixes in (frozenset(), frozenset({zfg.FIX})):
         v, w = zfg.Vars(""), zfg.Vars("'")
         xs = (z3.Const("k", zfg.Seg), z3.Const("st", zfg.Store))
@@ -808,6 +815,39 @@ def test_the_intent_ranking_fails_without_the_resume_its_invariant_or_a_helper_a
     model, pairs = transitions_reached("pip-468", "as-written", "failover")
     drifted = zoi.simulation(model, pairs, steps_of=lambda v, w, _, k, x: zoi.steps(v, w, fixed, k, x))
     assert drifted and {d.split("(")[0] for d in drifted} == {"terminate", "cas"}
+
+
+REBALANCE_CASES = [("leader-watches-layout", p) for p in ("failover", "consumer-failover", "session-failover")]
+REBALANCE_CASES += [(v, p) for v in ("leader-watches-layout", "all-fixes") for p in (
+    "consumers", "merge-new-sub", "two-new-subs", "two-consumers-failover")] + [
+    ("all-fixes", p) for p in ("failover", "consumer-failover", "session-failover")] if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", REBALANCE_CASES, ids="/".join)
+def test_the_rebalance_encoding_simulates_the_pip468_model_on_every_reachable_state(case):
+    """The encoding's steps simulate every fix variant, though the ranking is proved for the fix alone."""
+    model, pairs = transitions_reached("pip-468", *case)
+    assert zrbl.simulation(model, pairs) == []
+
+
+def test_the_rebalance_ranking_fails_as_written_with_every_fix_without_its_invariant_or_a_helper():
+    """As written the election restores a stale assignment; with every fix a createSubscription's reload makes a
+    stale leader current without a rebalance (op-intent's copy, not kept here, rebalances it); without the invariant
+    the holder need not believe it leads, so its watch is not known to fire; a notify step never enabled leaves the holder stale; and the
+    model as written elects leaders whose assignment the fixed encoding does not allow."""
+    fixed = fixes_of("pip-468", zrbl.FIX)
+    assert "--elect-->" in zrbl.rebalanced(frozenset()).detail
+    every = zrbl.rebalanced(fixes_of("pip-468", "all-fixes"))
+    assert every.status == VIOLATED and "--create_subscription-->" in every.detail
+    weak = zrbl.rebalanced(fixed, invariant_of=lambda v: z3.BoolVal(True))
+    assert weak.status == VIOLATED and weak.detail.startswith("layout_changed is to be taken but disabled")
+    stuck = zrbl.rebalanced(fixed, helpers_of=lambda v, fixes, k: dict(
+        zrbl.helpers(v, fixes, k), notify=(zrbl.helpers(v, fixes, k)["notify"][0], z3.BoolVal(False))))
+    assert stuck.status == VIOLATED and stuck.detail.startswith("notify is to be taken but disabled")
+    assert set(zrbl.helpers(zrbl.Vars(""), fixed, z3.Const("b", zrbl.Broker))) <= set(PIP468_SYSTEM)
+    model, pairs = transitions_reached("pip-468", "as-written", "consumer-failover")
+    drifted = zrbl.simulation(model, pairs, steps_of=lambda v, w, _, k: zrbl.steps(v, w, fixed, k))
+    assert drifted and {d.split("(")[0] for d in drifted} == {"elect"}
 
 
 FORGET_CASES = [("all-fixes", "acks", {"crashes": 0}), ("forget-collected-acks", "default", None)]
