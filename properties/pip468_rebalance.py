@@ -23,7 +23,10 @@ version has a fresh assignment or an operation at its notify step. The measure, 
 left, the failovers left; then, while the lock is free, the brokers that believe they lead (pointwise; a held lock is
 below any of these); else the holder's rank: stale version 2, current but not fresh 1. Proved, for a state that is
 not the goal: no step raises the measure; with the lock free some broker can be elected or learn it was deposed;
-with it held, the holder's watch fires on a stale version, or its notify step runs.
+with it held, the holder's watch fires on a stale version, or its notify step runs. The measure is well founded over
+finitely many brokers. A notify step's action instance keeps its operation's index in its broker's list unless an
+operation ahead of it ends, which happens finitely often (an operation starts only from a request, or with
+``op-intent`` from a new leader's resume: both bounded).
 
 As written the election restores the persisted assignment instead of rebalancing and no watch reloads a stale
 leader: the counterexample to induction is the election after a CAS whose notify step was lost with its broker (the
