@@ -7,8 +7,8 @@ def registry() -> list:
     from . import (layout, pip373_flag, pip373_steps, pip468_cursors, pip468_exclusive, pip468_intent,
                    pip468_layout_steps, pip468_rebalance, pip468_sessions, pip468_steps, pip473_acks, pip473_dispatch,
                    pip473_forget, pip473_header, pip473_late_write, pip473_reap, pip473_steps, pip477_active,
-                   pip477_build, pip477_cursor, pip477_idgen, pip477_position, pip477_registry, pip477_reserved, pip477_rollback,
-                   pip477_schema, pip477_stamps, pip477_steps, v4txn_completes, v4txn_steps)
+                   pip477_build, pip477_cursor, pip477_idgen, pip477_position, pip477_registry, pip477_reserved,
+                   pip477_rollback, pip477_schema, pip477_stamps, pip477_steps, v4txn_completes, v4txn_steps)
     return [*pip473_header.OBLIGATIONS, *pip473_acks.OBLIGATIONS, *pip473_dispatch.OBLIGATIONS,
             *pip473_late_write.OBLIGATIONS, *pip473_forget.OBLIGATIONS, *pip473_reap.OBLIGATIONS,
             *pip473_steps.OBLIGATIONS, *layout.OBLIGATIONS,

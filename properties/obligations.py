@@ -555,6 +555,21 @@ def simulating(a, facts: list, steps: dict, own: tuple, last: dict) -> z3.CheckS
     return answer
 
 
+def simulated(pairs, view, facts_of, steps: dict, own: tuple, show) -> list[str]:
+    """The simulation check over the model's transitions ``pairs`` (state, action, state): each whose ``view``
+    changes is one of the ``steps`` (``simulating``), given ``facts_of(s, t, before, after)`` (the two views as
+    constraints on the encoding's variables); one problem per (action, change) that is not, rendered by ``show``."""
+    seen, last, out = set(), {}, []
+    for s, a, t in pairs:
+        change = (view(s), view(t))
+        if change[0] == change[1] or (a.name, change) in seen:
+            continue
+        seen.add((a.name, change))
+        answer = simulating(a, facts_of(s, t, *change), steps, own, last)
+        out += not_simulated(a, f"no step of the encoding takes {show(change[0])} to {show(change[1])}", answer)
+    return out
+
+
 def not_simulated(a, what: str, answer) -> list[str]:
     """The problem a simulation check reports for the model's transition ``a`` when ``answer`` is not ``sat``."""
     if answer == z3.sat:
