@@ -77,14 +77,16 @@ def steps(v: Vars, w: Vars, fixes, k) -> dict:
     def only(name, value):  # ``w``'s array ``name`` is ``v``'s with ``k`` at ``value``
         return getattr(w, name) == z3.Store(getattr(v, name), k, value)
 
-    def reload(*changed):  # ``k`` loads the current version; with the fix a leader rebalances on it
+    def reload():  # ``k`` loads the current version; with the fix a leader rebalances on it
         return [only("current", True), only("fresh", z3.Or(w.fresh[k], z3.And(fixed, v.leader[k]))),
-                *v.keep(w, "current", "fresh", *changed)]
+                *v.keep(w, "current", "fresh")]
     moved = [v.changes > 0, w.changes == v.changes - 1,
              w.current == z3.Store(z3.K(Broker, z3.BoolVal(False)), k, True)]  # every other broker now stale
-    rebalanced = [only("fresh", True), *v.keep(w, "fresh")]
-    metadata_subs = "subs-in-metadata" in fixes
     request = z3.And(v.leader[k], z3.Or(z3.And(*v.keep(w)), z3.And("op-intent" in fixes, *reload())))
+    # with subs-in-metadata createSubscription writes the metadata: the version moves, the layout does not
+    written = z3.And(*moved, only("fresh", z3.If(v.current[k], v.fresh[k], w.fresh[k])),
+                     *v.keep(w, "changes", "current", "fresh"))
+    joined = z3.And(w.fresh == z3.Store(v.fresh, v.holder, True), *v.keep(w, "fresh"))  # a new member: a rebalance
     return {
         "elect": z3.And(z3.Not(v.locked), z3.Not(v.leader[k]), w.locked, w.holder == k, only("leader", True),
                         only("current", True), only("fresh", z3.Or(fixed, w.fresh[k])),
@@ -106,15 +108,9 @@ def steps(v: Vars, w: Vars, fixes, k) -> dict:
                        *v.keep(w, "fresh", "notifying")),  # another operation may still be at its notify step
         "request_split": request,
         "request_merge": request,
-        # with subs-in-metadata a write of the metadata: the version moves, the layout does not
-        "create_subscription": z3.And(v.leader[k], z3.And(*moved, only("fresh", z3.If(v.current[k], v.fresh[k],
-                                                                                        w.fresh[k])),
-                                                          *v.keep(w, "changes", "current", "fresh"))
-                                      if metadata_subs else z3.And(*v.keep(w))),
-        "connect": z3.And(v.locked, v.leader[v.holder], z3.Or(z3.And(*v.keep(w)),
-                                                              z3.And(w.fresh == z3.Store(v.fresh, v.holder, True),
-                                                                     *v.keep(w, "fresh")))),
-        "grace_expire": z3.And(v.leader[k], *rebalanced),
+        "create_subscription": z3.And(v.leader[k], written if "subs-in-metadata" in fixes else z3.And(*v.keep(w))),
+        "connect": z3.And(v.locked, v.leader[v.holder], z3.Or(z3.And(*v.keep(w)), joined)),
+        "grace_expire": z3.And(v.leader[k], only("fresh", True), *v.keep(w, "fresh")),
     }
 
 
