@@ -318,6 +318,7 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
     return simulated(pairs, lambda s: _view(model, s), facts, candidates,
                      tuple(set(helpers(v, model.fixes, k, x)) & set(candidates)), _show)
 
+
 OBLIGATIONS = [
     Obligation("pip-468", "writable-coverage-ranked", "Once a split or merge has terminated a parent still in the "
                "layout, the layout's CAS follows, for any number of segments, brokers and operations and any finite "

@@ -225,6 +225,7 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
     return simulated(pairs, lambda s: _view(model, s), facts, candidates,
                      tuple(set(helpers(v, model.fixes, k)) & set(candidates)), _show)
 
+
 OBLIGATIONS = [
     Obligation("pip-468", "leader-assignment-current-ranked", "Once the leader lock is held, its holder comes to hold "
                "the current layout and the round robin of it over its members, for any number of brokers, segments "

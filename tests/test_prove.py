@@ -833,8 +833,8 @@ def test_the_rebalance_encoding_simulates_the_pip468_model_on_every_reachable_st
 def test_the_rebalance_ranking_fails_as_written_with_every_fix_without_its_invariant_or_a_helper():
     """As written the election restores a stale assignment; with every fix a createSubscription's reload makes a
     stale leader current without a rebalance (op-intent's copy, not kept here, rebalances it); without the invariant
-    the holder need not believe it leads, so its watch is not known to fire; a notify step never enabled leaves the holder stale; and the
-    model as written elects leaders whose assignment the fixed encoding does not allow."""
+    the holder need not believe it leads, so its watch is not known to fire; a notify step never enabled leaves the
+    holder stale; and the model as written elects leaders whose assignment the fixed encoding does not allow."""
     fixed = fixes_of("pip-468", zrbl.FIX)
     assert "--elect-->" in zrbl.rebalanced(frozenset()).detail
     every = zrbl.rebalanced(fixes_of("pip-468", "all-fixes"))
