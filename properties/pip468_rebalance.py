@@ -136,8 +136,8 @@ def no_worse(v: Vars, w: Vars, strictly: bool = False) -> z3.BoolRef:
     b = z3.Const("b", Broker)
     leaders = z3.ForAll([b], z3.Implies(w.leader[b], v.leader[b]))
     fewer = z3.Exists([b], z3.And(v.leader[b], z3.Not(w.leader[b])))
-    held = z3.And(w.locked, w.holder == v.holder, (z3.ArithRef.__lt__ if strictly else z3.ArithRef.__le__)(
-        _rank(w, v.holder), _rank(v, v.holder)))
+    r, r2 = _rank(v, v.holder), _rank(w, v.holder)
+    held = z3.And(w.locked, w.holder == v.holder, r2 < r if strictly else r2 <= r)
     same = z3.If(v.locked, held, z3.Or(w.locked, z3.And(leaders, *([fewer] if strictly else []))))
     budgets = z3.Or(w.changes < v.changes, z3.And(w.changes == v.changes, w.failovers < v.failovers))
     return z3.Or(budgets, z3.And(w.changes == v.changes, w.failovers == v.failovers, same))
