@@ -555,10 +555,11 @@ def simulating(a, facts: list, steps: dict, own: tuple, last: dict) -> z3.CheckS
     return answer
 
 
-def simulated(pairs, view, facts_of, steps: dict, own: tuple, show) -> list[str]:
-    """The simulation check over the model's transitions ``pairs`` (state, action, state): each whose ``view``
-    changes is one of the ``steps`` (``simulating``), given ``facts_of(s, t, before, after)`` (the two views as
-    constraints on the encoding's variables); one problem per (action, change) that is not, rendered by ``show``."""
+def simulated(pairs, view, facts_of, steps: dict, own: tuple, told) -> list[str]:
+    """The simulation check over the model's transitions ``pairs`` (state, action, state; a state may be paired with
+    the txn viewed): each whose ``view`` changes is one of the ``steps`` (``simulating``), given ``facts_of(s, t,
+    before, after)`` (the two views as constraints on the encoding's variables); one problem per (action, change) that
+    is not, saying what the encoding does not take: ``told(s, before, after)``."""
     seen, last, out = set(), {}, []
     for s, a, t in pairs:
         change = (view(s), view(t))
@@ -566,7 +567,7 @@ def simulated(pairs, view, facts_of, steps: dict, own: tuple, show) -> list[str]
             continue
         seen.add((a.name, change))
         answer = simulating(a, facts_of(s, t, *change), steps, own, last)
-        out += not_simulated(a, f"no step of the encoding takes {show(change[0])} to {show(change[1])}", answer)
+        out += not_simulated(a, f"no step of the encoding takes {told(s, *change)}", answer)
     return out
 
 

@@ -316,7 +316,8 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
                 z3.Or(*[k == b for b in brokers]), z3.Or(*[x == y for y in segs.values()]),
                 *_concrete(v, before, segs, brokers), *_concrete(w, after, segs, brokers)]
     return simulated(pairs, lambda s: _view(model, s), facts, candidates,
-                     tuple(set(helpers(v, model.fixes, k, x)) & set(candidates)), _show)
+                     tuple(set(helpers(v, model.fixes, k, x)) & set(candidates)),
+                     lambda s, before, after: f"{_show(before)} to {_show(after)}")
 
 
 OBLIGATIONS = [

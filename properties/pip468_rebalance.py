@@ -223,7 +223,8 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
         return [*([z3.Distinct(*brokers)] if len(brokers) > 1 else []), z3.Or(*[k == b for b in brokers]),
                 *_concrete(v, before, brokers), *_concrete(w, after, brokers)]
     return simulated(pairs, lambda s: _view(model, s), facts, candidates,
-                     tuple(set(helpers(v, model.fixes, k)) & set(candidates)), _show)
+                     tuple(set(helpers(v, model.fixes, k)) & set(candidates)),
+                     lambda s, before, after: f"{_show(before)} to {_show(after)}")
 
 
 OBLIGATIONS = [

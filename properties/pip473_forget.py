@@ -35,7 +35,7 @@ import z3
 from pulsar_verify.invariants.pip473 import SYSTEM
 from pulsar_verify.models.pip473.state import ACK, WRITE
 
-from .obligations import Obligation, Verdict, not_simulated, ranked, simulating, universe, with_fix
+from .obligations import Obligation, Verdict, ranked, simulated, universe, with_fix
 
 Seg = z3.DeclareSort("ForgetSeg")
 Store = z3.DeclareSort("ForgetStore")
@@ -277,23 +277,16 @@ def per_txn_simulation(model, pairs, vars_of, steps_of, views, concrete, own: tu
     v, w = vars_of(""), vars_of("'")
     k, st = z3.Const("segment", Seg), z3.Const("store", Store)
     candidates = steps_of(v, w, model.fixes, k, st)
-    seen, last, out = set(), {}, []
     nsegs, nsubs = model.config.segments, model.config.subs + model.config.late_subs
     ks = [z3.Const(f"K{i}", Seg) for i in range(nsegs)]
     ss = [z3.Const(f"S{i}", Store) for i in range(nsegs * nsubs)]
     shape = [*([z3.Distinct(*ks)] if nsegs > 1 else []), *([z3.Distinct(*ss)] if len(ss) > 1 else []),
              *[seg_of(y) == ks[i // nsubs] for i, y in enumerate(ss)], z3.Or(*[k == x for x in ks]),
              z3.Or(*[st == y for y in ss])]
-    for s, a, t in pairs:
-        for x in range(1, model.config.txns + 1):
-            change = (views(s, x), views(t, x))
-            if change[0] == change[1] or (a.name, change) in seen:
-                continue
-            seen.add((a.name, change))
-            facts = [*shape, *concrete(v, change[0], ks, ss), *concrete(w, change[1], ks, ss)]
-            answer = simulating(a, facts, candidates, own, last)
-            out += not_simulated(a, f"no step of the encoding takes txn {x} from {change[0]} to {change[1]}", answer)
-    return out
+    txns = range(1, model.config.txns + 1)
+    return simulated((((s, x), a, (t, x)) for s, a, t in pairs for x in txns), lambda sx: views(*sx),
+                     lambda _, __, before, after: [*shape, *concrete(v, before, ks, ss), *concrete(w, after, ks, ss)],
+                     candidates, own, lambda sx, before, after: f"txn {sx[1]} from {before} to {after}")
 
 
 OBLIGATIONS = [

@@ -29,7 +29,7 @@ import z3
 from pulsar_verify.invariants.v4txn import SYSTEM
 from pulsar_verify.models.v4txn.state import COMMITTING, ABORTING, PARTITION, SUBSCRIPTION
 
-from .obligations import Obligation, Verdict, not_simulated, ranked, simulating, universe, with_fix
+from .obligations import Obligation, Verdict, ranked, simulated, universe, with_fix
 
 Topic = z3.DeclareSort("EndTopic")
 Phase, (IDLE, OPEN, ENDING, DONE) = z3.EnumSort("EndPhase", ("idle", "open", "ending", "done"))
@@ -195,23 +195,18 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
     v, w, k = Vars(""), Vars("'"), z3.Const("topic", Topic)
     candidates = steps_of(v, w, model.fixes, k)
     own = tuple(set(helpers(v, model.fixes, k)) & set(candidates))
-    seen, last, out = set(), {}, []
     txns = range(1, model.config.txns + 1)
-    for s, a, t in pairs:
-        left, left2 = model.config.crashes - s.crashes, model.config.crashes - t.crashes
-        for x in txns:
-            change = (_views(s, x), left, _views(t, x), left2)
-            if change[:2] == change[2:] or (a.name, change) in seen:
-                continue
-            seen.add((a.name, change))
-            ks = [z3.Const(f"K{i}", Topic) for i in range(len(s.buffers))]
-            facts = [*([z3.Distinct(*ks)] if len(ks) > 1 else []), z3.Or(*[k == y for y in ks]),
-                     *_concrete(v, change[0], left, ks), *_concrete(w, change[2], left2, ks)]
-            label = a.name if a.name in own else ""
-            answer = simulating(a, facts, candidates, (label,) if label else (), last)
-            out += not_simulated(a, f"no step of the encoding takes txn {x} from {change[0]} ({left} crashes left) "
-                                    f"to {change[2]} ({left2})", answer)
-    return out
+
+    def view(sx):  # the txn's view, and the crashes left
+        return _views(*sx), model.config.crashes - sx[0].crashes
+
+    def facts(sx, _, before, after):
+        ks = [z3.Const(f"K{i}", Topic) for i in range(len(sx[0].buffers))]
+        return [*([z3.Distinct(*ks)] if len(ks) > 1 else []), z3.Or(*[k == y for y in ks]),
+                *_concrete(v, before[0], before[1], ks), *_concrete(w, after[0], after[1], ks)]
+    return simulated((((s, x), a, (t, x)) for s, a, t in pairs for x in txns), view, facts, candidates, own,
+                     lambda sx, before, after: f"txn {sx[1]} from {before[0]} ({before[1]} crashes left) to "
+                                               f"{after[0]} ({after[1]})")
 
 
 OBLIGATIONS = [
