@@ -7,6 +7,12 @@ write queued in broker memory, and whether the buffer is loaded. Each action of
 ``models/pip373`` that changes them is a transition formula; the others are stutters. The
 initial states are the five upgrade cases of "Upgrade" with any pre-upgrade log.
 
+The property's logic is not written here: which load the broker takes, when the property is set,
+what the property's write and its request change, and what a first transactional append queues
+are read off the model's own functions (``tabulated``: run on every value of the fields they read).
+What is written here is the abstraction (a log is whether it holds a transactional entry), what a
+rebuild and a crash leave, the initial states, and the claim with its strengthening.
+
 As written, the claim is not inductive: the counterexample to induction is a crash between
 the first transactional append and the property write (the explorer's finding
 ``crash-before-flag-skips-rebuild``), and a bounded search reaches a skip over a transactional
@@ -16,19 +22,36 @@ fixes the strengthened claim is inductive.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+from operator import attrgetter
+
 import z3
 
-from pulsar_verify.models.pip373.model import FIXES as MODEL_FIXES
+from pulsar_verify.model import act
+from pulsar_verify.models.pip373.model import APPLY, FIXES as MODEL_FIXES
+from pulsar_verify.models.v4txn.state import DATA, Buffer, State
+from pulsar_verify.values import replace
 
-from .obligations import PROVED, VIOLATED, Obligation, Verdict, agreement, inductive as induction, shortest_run
+from .obligations import (PROVED, VIOLATED, Obligation, Verdict, agreement, fixes_of, inductive as induction,
+                          shortest_run)
+from .tabulated import Table, taking, tripwired
 
 Value, (ABSENT, TRUE, FALSE, JUNK) = z3.EnumSort("FlagValue", ("absent", "true", "false", "junk"))
 Queued, (Q_NONE, Q_TRUE, Q_FALSE) = z3.EnumSort("Queued", ("none", "true", "false"))
 VALUE = {"absent": ABSENT, "true": TRUE, "false": FALSE, "junk": JUNK}
 QUEUED = {None: Q_NONE, "true": Q_TRUE, "false": Q_FALSE}
+BOOL = {False: False, True: True}
 SECTION = "PIP-373: 'set to true when the first TXN message is publishing'; 'skip ... if the property is false'; Upgrade"
 FIXES = tuple(MODEL_FIXES)
 NEVER_SKIPS = ("txn-topic-never-skips",)  # the property the inductive claims prove for any log
+# what this encoding keeps, as the model's fields: the log (one holding a transactional entry or none), the
+# property, the queued write, the buffer loaded; and the variable each is
+FIELDS = {"log": {(): False, ((DATA, 1),): True}, "value": VALUE, "by_broker": BOOL, "flag": QUEUED, "ready": BOOL}
+VARIABLE = {"log": "has_txn", "flag": "queued"}
+# how a step's result is read back, for the fields a step of the model writes
+WRITES = {"value": lambda s: s.prop[0], "by_broker": lambda s: s.prop[1], "flag": lambda s: s.buffers[0].flag,
+          "ready": lambda s: s.buffers[0].ready}
+NAME = attrgetter("name")
 
 
 class Vars:
@@ -44,17 +67,39 @@ class Vars:
                 if k not in keep]
 
 
-def trusted(v: Vars, fixes):
-    return z3.BoolVal(True) if "confirm-unmarked" not in fixes else v.by_broker
+def stand_in(value):
+    """A state of ``models/pip373`` whose log, property, queued write, buffer readiness and crashes are
+    ``value``'s (a field's name -> its value, or its tripwire): what the PIP-373 encodings read the model on."""
+    buffer = tripwired(Buffer, ready=value("ready"), flag=value("flag"), wire=value)
+    return tripwired(State, prop=(value("value"), value("by_broker")), crashes=value("crashes"),
+                     logs=(value("log"),), buffers=(buffer,), wire=value)
 
 
-def skippable(v: Vars, fixes):
-    """A load now would skip the rebuild (``loads``: the property is false and trusted)."""
-    return z3.And(v.value == FALSE, trusted(v, fixes))
+@lru_cache(maxsize=None)
+def read_off(fixes: tuple):
+    """The model with ``fixes`` (its variant found by its fix set), and the table that reads it."""
+    from pulsar_verify import registry
+    cls = registry.model_class("pip-373")
+    variant = next(n for n in cls.variant_names() if fixes_of("pip-373", n) == frozenset(fixes))
+    return registry.build("pip-373", variant), Table(FIELDS, lambda v, name: getattr(v, VARIABLE.get(name, name)),
+                                                     stand_in)
 
 
 def flag_set(v: Vars, fixes):
-    return z3.Or(v.value == JUNK, z3.And(v.value == TRUE, trusted(v, fixes), v.queued == Q_NONE))
+    """``Pip373.flag_set``."""
+    m, table = read_off(tuple(fixes))
+    return table.holds(m.flag_set, v, key="flag_set")
+
+
+def loads(v: Vars, fixes) -> dict:
+    """Which load ``Pip373.loads`` takes: label -> where."""
+    m, table = read_off(tuple(fixes))
+    return table.enabled(lambda s: m.loads(s, 0), NAME, v, key="loads", labels=m.load_labels())
+
+
+def skippable(v: Vars, fixes):
+    """A load now would skip the rebuild."""
+    return loads(v, fixes)["load_skip"]
 
 
 def init(v: Vars, upgrades=True):
@@ -66,27 +111,34 @@ def init(v: Vars, upgrades=True):
 
 
 def transitions(v: Vars, w: Vars, fixes) -> dict:
-    untrusted = z3.Or(v.value == ABSENT, z3.And(z3.Or(v.value == TRUE, v.value == FALSE),
-                                                z3.Not(trusted(v, fixes))))
-    t = {
+    """Read off the model: which load, the load that skips, the property's write (``flag_actions``), the
+    append's guard (``may_append``) and what it queues (``on_txn_append``), the request of the write. What a
+    rebuild or a confirming scan leaves, and a crash, are written here (a rebuild reads the whole log)."""
+    m, table = read_off(tuple(fixes))
+
+    def step(guard, changes: dict):
+        return z3.And(guard, *[getattr(w, VARIABLE.get(k, k)) == changes.get(k, getattr(v, VARIABLE.get(k, k)))
+                               for k in FIELDS])
+
+    def applied(name: str, **params):
+        return lambda s: APPLY[name](m, s, act(name, topic=0, **params))
+    unloaded, load = z3.Not(v.ready), loads(v, fixes)
+    persist = taking(m.flag_actions, NAME, "persist_flag", lambda s, a: APPLY[a.name](m, s, a))
+    written = table.enabled(m.flag_actions, NAME, v, key="flag_actions", labels=["persist_flag"])["persist_flag"]
+    return {
         "crash": z3.And(z3.Not(w.ready), w.queued == Q_NONE, *v.same(w, "ready", "queued")),
-        "persist_flag": z3.And(v.ready, v.queued != Q_NONE, w.by_broker, w.queued == Q_NONE,
-                               w.value == z3.If(v.queued == Q_TRUE, TRUE, FALSE), *v.same(w, "value", "by_broker",
-                                                                                         "queued")),
-        "load_skip": z3.And(z3.Not(v.ready), z3.Not(untrusted), v.value == FALSE, w.ready, *v.same(w, "ready")),
-        "load_rebuild": z3.And(z3.Not(v.ready), z3.Not(untrusted), v.value != FALSE, w.ready, *v.same(w, "ready")),
-        "load_confirm": z3.And(z3.Not(v.ready), untrusted, w.ready,
-                               w.queued == z3.If(v.has_txn, Q_TRUE, Q_FALSE), *v.same(w, "ready", "queued")),
+        "persist_flag": step(written, table.effect(persist, WRITES, v, key="persist_flag")),
+        "load_skip": step(z3.And(unloaded, load["load_skip"]),
+                          table.effect(applied("load_skip"), WRITES, v, key="load_skip")),
+        "load_rebuild": step(z3.And(unloaded, load["load_rebuild"]), {"ready": True}),
+        "load_confirm": step(z3.And(unloaded, load["load_confirm"]),
+                             {"ready": True, "flag": z3.If(v.has_txn, Q_TRUE, Q_FALSE)}),
+        "append": step(z3.And(v.ready, table.holds(m.may_append, v, key="may_append")), {
+            **table.effect(lambda s: replace(s, buffers=(m.on_txn_append(s, 0, s.buffers[0]),)), WRITES, v,
+                           key="on_append"), "log": True}),
+        "request_flag": step(z3.And(v.ready, table.holds(m.asks_flag, v, key="asks_flag")),
+                             table.effect(applied("request_flag", txn=1), WRITES, v, key="request_flag")),
     }
-    if "persist-before-append" in fixes:
-        t["append"] = z3.And(v.ready, flag_set(v, fixes), w.has_txn, *v.same(w, "has_txn"))
-        t["request_flag"] = z3.And(v.ready, z3.Not(flag_set(v, fixes)), v.queued != Q_TRUE, w.queued == Q_TRUE,
-                                   *v.same(w, "queued"))
-    else:
-        t["append"] = z3.And(v.ready, w.has_txn,
-                             w.queued == z3.If(z3.Or(flag_set(v, fixes), v.queued == Q_TRUE), v.queued, Q_TRUE),
-                             *v.same(w, "has_txn", "queued"))
-    return t
 
 
 def safe(v: Vars, fixes):

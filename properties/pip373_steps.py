@@ -2,7 +2,9 @@
 transaction path with the ``__contains_txn_messages`` property added, as ``models/pip373`` adds it
 to ``models/v4txn``: the persisted property (value, and whether the broker wrote it), the write
 queued in broker memory, the three ways a load goes (skip, rebuild, confirm by scanning), the
-property write, the append waiting for it (``persist-before-append``) and the admin API.
+property write, the append waiting for it (``persist-before-append``) and the admin API. These are
+read off the model's own functions (``tabulated``), as are three of its properties (``READ_OFF``); the v4
+encoding underneath, the rebuilds and the other properties are written from the PIP.
 
 The seven safety properties of ``invariants/pip373`` are formulas over a step (its leads-to properties are
 the explorer's alone). At the bounds the findings
@@ -12,13 +14,19 @@ from __future__ import annotations
 
 import z3
 
+from pulsar_verify.model import act
+from pulsar_verify.values import replace
+
 from .obligations import Obligation, explorer_depth, finding_bounds, finding_variants
+from .pip373_flag import BOOL, WRITES, stand_in
+from .tabulated import Table, Tripwire, taking
 from .v4txn_steps import KIND, Steps
 
 ABSENT, TRUE, FALSE, JUNK = 0, 1, 2, 3  # the persisted property; a queued write is TRUE, FALSE or 0
 VALUE = {"absent": ABSENT, "true": TRUE, "false": FALSE, "junk": JUNK}
+FLAG = {None: 0, "true": TRUE, "false": FALSE}
 LOADS = ("load_confirm", "load_rebuild", "load_skip")
-ADMIN = ("admin_remove", "admin_update(false)", "admin_update(true)")
+READ_OFF = ("flag-never-cleared", "flag-system-owned", "non-boolean-kept")  # invariants/pip373's own checks
 SECTION = ("PIP-373: 'set to true when the first TXN message is publishing'; 'skip ... if the property is false'; "
            "Upgrade; 'NotAllowedException'; PIP-473 Background (the v4 TC, buffer and dispatcher)")
 PRESETS = finding_bounds("pip-373")
@@ -32,10 +40,13 @@ class Pip373Steps(Steps):
     liveness = ()
 
     def __init__(self, config):
-        from pulsar_verify.models.pip373.model import UPGRADES  # the bounds' data, not the model's behaviour
+        from pulsar_verify.models.pip373.model import APPLY, UPGRADES, Pip373
         super().__init__(config)
         self.upgrade = UPGRADES[config.upgrade]
-        self.admin = config.admin
+        self.m, self.apply = Pip373(config), APPLY
+        fields = {"value": VALUE, "by_broker": BOOL, "flag": FLAG, "ready": BOOL,
+                  "crashes": {n: n for n in range(config.crashes + 1)}}
+        self.table = Table(fields, lambda v, name: v[name], stand_in)
 
     def legacy_log(self, config) -> tuple:
         from pulsar_verify.models.pip373.model import LEGACY
@@ -50,54 +61,45 @@ class Pip373Steps(Steps):
     def rebuilt(self, v) -> dict:
         return {**super().rebuilt(v), "flag": 0}
 
-    def trusted(self, v):
-        return v["by_broker"] if "confirm-unmarked" in self.fixes else z3.BoolVal(True)
-
-    def flag_set(self, v):
-        """The persisted property already says what a first transactional entry must make it say."""
-        junk = z3.And(v["value"] == JUNK, self.variant != "mutant:overwrite-non-boolean")
-        return z3.Or(junk, z3.And(v["value"] == TRUE, self.trusted(v), v["flag"] == 0))
-
     def loads(self, v, unloaded) -> dict:
-        if self.variant == "mutant:no-reload-after-crash":
-            unloaded = z3.And(unloaded, v["crashes"] == 0)
-        value = v["value"]
-        confirm = z3.Or(value == ABSENT, z3.And(z3.Or(value == TRUE, value == FALSE), z3.Not(self.trusted(v))))
-        skip = z3.And(z3.Not(confirm), value == FALSE, self.variant != "mutant:always-rebuild")
-        return {"load_confirm": (z3.And(unloaded, confirm), {**self.rebuilt(v),
-                                                             "flag": z3.If(v.holds_txn_entry(), TRUE, FALSE)}),
-                "load_skip": (z3.And(unloaded, skip), {**self.emptied(), "ready": True}),
-                "load_rebuild": (z3.And(unloaded, z3.Not(confirm), z3.Not(skip)), self.rebuilt(v))}
+        """Which load the model takes, read off ``Pip373.loads``; what each builds, the v4 encoding's."""
+        guards = self.table.enabled(lambda s: self.m.loads(s, 0), self.label, v, key="loads",
+                                    labels=self.m.load_labels())
+        built = {"load_confirm": {**self.rebuilt(v), "flag": z3.If(v.holds_txn_entry(), TRUE, FALSE)},
+                 "load_skip": {**self.emptied(), "ready": True}, "load_rebuild": self.rebuilt(v)}
+        return {label: (z3.And(unloaded, guard), built[label]) for label, guard in guards.items()}
 
     def may_append(self, v):
-        return self.flag_set(v) if "persist-before-append" in self.fixes else z3.BoolVal(True)
+        return self.table.holds(self.m.may_append, v, key="may_append")
 
     def on_append(self, v) -> dict:
-        """'set to true when the first TXN message is publishing': queue the write."""
-        return {"flag": z3.If(z3.Or(self.flag_set(v), v["flag"] == TRUE), v["flag"], TRUE)}
+        """'set to true when the first TXN message is publishing': ``Pip373.on_txn_append``."""
+        return self.table.effect(lambda s: replace(s, buffers=(self.m.on_txn_append(s, 0, s.buffers[0]),)),
+                                 WRITES, v, key="on_append")
 
     def more(self, v) -> dict:
-        out = {"persist_flag": (z3.And(v["ready"], v["flag"] != 0), {"value": v["flag"], "by_broker": True,
-                                                                      "flag": 0})}
-        if "persist-before-append" in self.fixes:
-            for t in self.txns:
-                out[f"request_flag({t})"] = (z3.And(v[f"pub{t}"], v["ready"], z3.Not(self.flag_set(v)),
-                                                    v["flag"] != TRUE), {"flag": TRUE})
-        if self.admin:  # as written: NotAllowedException, nothing changes
-            writes = self.variant == "mutant:admin-can-write"
-            for label, new in (("admin_update(true)", TRUE), ("admin_update(false)", FALSE), ("admin_remove", ABSENT)):
-                out[label] = (v["ready"], {"value": new, "by_broker": False} if writes else {})
+        """The property's write and the admin API (``Pip373.flag_actions``), and the request of the write
+        (``persist-before-append``), all read off the model."""
+        out = {}
+        for label, guard in self.table.enabled(self.m.flag_actions, self.label, v, key="flag_actions").items():
+            step = taking(self.m.flag_actions, self.label, label, lambda s, a: self.apply[a.name](self.m, s, a))
+            out[label] = (guard, self.table.effect(step, WRITES, v, key=label))
+        asks = self.table.holds(self.m.asks_flag, v, key="asks_flag")
+        for t in self.txns if "request_flag" in self.m.action_names() else ():
+            request = act("request_flag", txn=t, topic=0)
+            out[self.label(request)] = (z3.And(v[f"pub{t}"], v["ready"], asks), self.table.effect(
+                lambda s, a=request: self.apply[a.name](self.m, s, a), WRITES, v, key=self.label(request)))
         return out
 
     def breaks(self, prop: str, v, label: str, w):
-        if prop == "flag-never-cleared":
-            return z3.And(v["value"] == TRUE, v["by_broker"], w["value"] != TRUE)
+        if prop in READ_OFF:  # the model's own check, on the steps it constrains
+            p, name = next(p for p in self.m.props if p.id == prop), label.split("(")[0]
+            if p.on and name not in p.on:
+                return z3.BoolVal(False)
+            a = act(name) if p.on else Tripwire(-1, "action")  # a check of every step reads no action
+            return self.table.holds(lambda s, t: not p.check(self.m, s, a, t), v, w, key=(prop, p.on and name))
         if prop == "txn-topic-never-skips" and label == "load_skip":
             return v.holds_txn_entry()
-        if prop == "non-boolean-kept":
-            return z3.And(v["value"] == JUNK, w["value"] != JUNK)
-        if prop == "flag-system-owned" and label in ADMIN:
-            return z3.Or(w["value"] != v["value"], w["by_broker"] != v["by_broker"])
         if prop == "skip-when-no-txn" and label in LOADS and label != "load_skip":
             legacy = z3.Or(False, *[z3.And(v[f"kind{i}"] != 0, v[f"txn{i}"] == t) for i in range(self.size)
                                     for t in self.ids if t not in self.txns])
@@ -109,8 +111,7 @@ class Pip373Steps(Steps):
         return [v["value"] == VALUE[self.upgrade[0]], v["by_broker"] == self.upgrade[1]]
 
     def concrete_extra(self, v, s) -> list:
-        flag = s.buffers[0].flag
-        return [v["flag"] == {None: 0, "true": TRUE, "false": FALSE}[flag], v["value"] == VALUE[s.prop[0]],
+        return [v["flag"] == FLAG[s.buffers[0].flag], v["value"] == VALUE[s.prop[0]],
                 v["by_broker"] == bool(s.prop[1])]
 
 

@@ -149,11 +149,23 @@ class Pip373(V4Txn):
 
     def actions(self, s: State):
         for a in super().actions(s):
-            if a.name == "append" and "persist-before-append" in self.fixes and not self.flag_set(s):
-                if s.buffers[0].flag != TRUE:  # ask for the property first; append once it is persisted
+            if a.name == "append" and not self.may_append(s):
+                if self.asks_flag(s):
                     yield act("request_flag", txn=a.param("txn"), topic=0)
                 continue
             yield a
+        yield from self.flag_actions(s)
+
+    def may_append(self, s: State) -> bool:
+        """``persist-before-append``: the first transactional entry waits for the property."""
+        return "persist-before-append" not in self.fixes or self.flag_set(s)
+
+    def asks_flag(self, s: State) -> bool:
+        """An append ``may_append`` holds back asks for the property's write first (once: it is then queued)."""
+        return not self.may_append(s) and s.buffers[0].flag != TRUE
+
+    def flag_actions(self, s: State):
+        """The property's write, and the admin API's attempts, while the topic is loaded."""
         b = s.buffers[0]
         if b.ready and b.flag is not None:
             yield act("persist_flag", topic=0, value=b.flag)
