@@ -136,7 +136,8 @@ def transitions(v: Vars, w: Vars, fixes) -> dict:
         "append": step(z3.And(v.ready, table.holds(m.may_append, v, key="may_append")), {
             **table.effect(lambda s: replace(s, buffers=(m.on_txn_append(s, 0, s.buffers[0]),)), WRITES, v,
                            key="on_append"), "log": True}),
-        "request_flag": step(z3.And(v.ready, table.holds(m.asks_flag, v, key="asks_flag")),
+        "request_flag": step(z3.And(v.ready, z3.Not(table.holds(m.may_append, v, key="may_append")),
+                                    table.holds(m.asks_flag, v, key="asks_flag")),
                              table.effect(applied("request_flag", txn=1), WRITES, v, key="request_flag")),
     }
 

@@ -84,7 +84,7 @@ class Pip373Steps(Steps):
         for label, guard in self.table.enabled(self.m.flag_actions, self.label, v, key="flag_actions").items():
             step = taking(self.m.flag_actions, self.label, label, lambda s, a: self.apply[a.name](self.m, s, a))
             out[label] = (guard, self.table.effect(step, WRITES, v, key=label))
-        asks = self.table.holds(self.m.asks_flag, v, key="asks_flag")
+        asks = z3.And(z3.Not(self.may_append(v)), self.table.holds(self.m.asks_flag, v, key="asks_flag"))
         for t in self.txns if "request_flag" in self.m.action_names() else ():
             request = act("request_flag", txn=t, topic=0)
             out[self.label(request)] = (z3.And(v[f"pub{t}"], v["ready"], asks), self.table.effect(

@@ -5,7 +5,9 @@ A function of the model is run on every combination of its fields' values, on st
 states of the model whose every other field is a tripwire, which raises when it is compared, hashed,
 iterated or tested for truth. A tripwire that fires adds its field to what the function reads and the
 tabulation starts again, so what a function reads is found by running it, not declared. The formula is
-the table of its answers: for each answer, the disjunction of the combinations that give it.
+the table of its answers as a decision tree over those fields, built once and renamed for each step.
+It is exact where each variable holds one of its field's values, which every state an encoding reaches
+from its initial states does (and an enumeration sort's variable always does).
 
 Identity tests (``x is None``) do not fire a tripwire, so each field the encoding keeps and the run did
 not read is then varied over its values, and counted as read if that changes an answer. A field the

@@ -161,8 +161,8 @@ class Pip373(V4Txn):
         return "persist-before-append" not in self.fixes or self.flag_set(s)
 
     def asks_flag(self, s: State) -> bool:
-        """An append ``may_append`` holds back asks for the property's write first (once: it is then queued)."""
-        return not self.may_append(s) and s.buffers[0].flag != TRUE
+        """An append ``may_append`` holds back asks for the property's write, unless it is queued already."""
+        return s.buffers[0].flag != TRUE
 
     def flag_actions(self, s: State):
         """The property's write, and the admin API's attempts, while the topic is loaded."""
