@@ -123,7 +123,7 @@ def transitions(v: Vars, w: Vars, fixes) -> dict:
 
     def applied(name: str, **params):
         return lambda s: APPLY[name](m, s, act(name, topic=0, **params))
-    unloaded, load = z3.Not(v.ready), loads(v, fixes)
+    unloaded, load, may = z3.Not(v.ready), loads(v, fixes), table.holds(m.may_append, v, key="may_append")
     persist = taking(m.flag_actions, NAME, "persist_flag", lambda s, a: APPLY[a.name](m, s, a))
     written = table.enabled(m.flag_actions, NAME, v, key="flag_actions", labels=["persist_flag"])["persist_flag"]
     return {
@@ -134,11 +134,10 @@ def transitions(v: Vars, w: Vars, fixes) -> dict:
         "load_rebuild": step(z3.And(unloaded, load["load_rebuild"]), {"ready": True}),
         "load_confirm": step(z3.And(unloaded, load["load_confirm"]),
                              {"ready": True, "flag": z3.If(v.has_txn, Q_TRUE, Q_FALSE)}),
-        "append": step(z3.And(v.ready, table.holds(m.may_append, v, key="may_append")), {
+        "append": step(z3.And(v.ready, may), {
             **table.effect(lambda s: replace(s, buffers=(m.on_txn_append(s, 0, s.buffers[0]),)), WRITES, v,
                            key="on_append"), "log": True}),
-        "request_flag": step(z3.And(v.ready, z3.Not(table.holds(m.may_append, v, key="may_append")),
-                                    table.holds(m.asks_flag, v, key="asks_flag")),
+        "request_flag": step(z3.And(v.ready, z3.Not(may), table.holds(m.asks_flag, v, key="asks_flag")),
                              table.effect(applied("request_flag", txn=1), WRITES, v, key="request_flag")),
     }
 
