@@ -56,3 +56,23 @@ def test_the_readme_shows_each_finding_as_the_catalogue_has_it(finding):
 if __name__ == "__main__":
     for models in (("pip-473",), SHARED, ("v4-impl",), ("pip-468",), ("pip-477",)):
         print(f"<!-- {', '.join(models)} -->\n{tables(models)}\n")
+
+
+def test_the_step_encodings_bounds_in_the_readme_are_the_explorers_depths_plus_one():
+    """Where the README's Z3 table gives a step encoding's bound as a number ("`default` (up to 18 steps)"),
+    it is the explorer's depth there plus one, as the encoding computes it."""
+    import importlib
+    import re
+
+    from pulsar_verify.properties.obligations import explorer_depth
+    checked = 0
+    for line in README.read_text().splitlines():
+        module = re.search(r"properties/(\w+_steps)\.py", line)
+        if not module or "depth plus one" not in line:
+            continue
+        enc = importlib.import_module(f"pulsar_verify.properties.{module.group(1)}")
+        model = enc.encoding.__self__.model  # ``encoding``: the encoding class's ``at``
+        for preset, steps in re.findall(r"`([\w-]+)` \(up to (\d+)", line):
+            assert int(steps) == explorer_depth(model, preset, enc.VARIANTS) + 1, (module.group(1), preset)
+            checked += 1
+    assert checked >= 4
