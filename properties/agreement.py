@@ -163,13 +163,10 @@ class Compiled:
         self.stuck = {p: compiled(enc.stuck(p, self.v), self.cache) for p in enc.liveness}
 
     def successors(self, env: Env) -> dict:
-        """Label -> the successor's environment (named as ``w``'s variables), for each enabled action."""
-        out = {}
-        for label, (guard, changes) in self.actions.items():
-            if guard(env):
-                out[label] = {self.names[k][1]: (changes[k](env) if k in changes else env[self.names[k][0]])
-                              for k in self.names}
-        return out
+        """Label -> the variables its step changes and their new values (named as ``v``'s), for each enabled
+        action: the successor is ``env`` updated with them."""
+        return {label: {self.names[k][0]: x(env) for k, x in changes.items()}
+                for label, (guard, changes) in self.actions.items() if guard(env)}
 
     def breaks(self, prop: str, label: str) -> Callable[[Env], object]:
         if (prop, label) not in self._breaks:
@@ -211,11 +208,17 @@ def check(encoding_class, variant: str, preset: str, show: int = 5) -> Agreement
             problems.append(f"{what}; in the state at depth {depth}: {s}")
 
     envs: dict = {}
+    primed: dict = {}
 
     def env_of(s) -> Env:  # a state's values, read once
         if s not in envs:
             envs[s] = enc.concrete(PINS, s)
         return envs[s]
+
+    def primed_of(t) -> Env:  # ... named as the next state's
+        if t not in primed:
+            primed[t] = {f.primed[k]: x for k, x in env_of(t).items()}
+        return primed[t]
 
     states = reachable(model)
     for depth, s, theirs in states:
@@ -231,14 +234,14 @@ def check(encoding_class, variant: str, preset: str, show: int = 5) -> Agreement
                 say(depth, s, f"the trigger of {name} is {expected} in the model, not in the encoding")
         for a, t in theirs:
             label = enc.label(a)
-            post = {f.primed[k]: x for k, x in env_of(t).items()}
             if label not in ours:
                 say(depth, s, f"{a}: {label} is not enabled in the encoding")
                 continue
-            for var in sorted(k for k in post if post[k] != ours[label].get(k)):
-                say(depth, s, f"{a}: {var.rstrip(chr(39))} is {post[var]} in the model, {ours[label].get(var)} "
-                              f"in the encoding")
-            both = {**env, **post}
+            post, expected = env_of(t), {**env, **ours[label]}
+            if post != expected:
+                for var in sorted(k for k in post if post[k] != expected.get(k)):
+                    say(depth, s, f"{a}: {var} is {post[var]} in the model, {expected.get(var)} in the encoding")
+            both = {**env, **primed_of(t)}
             for name in enc.properties:
                 p = props[name]
                 fails = not (p.check(model, t) if p.kind == "invariant" else p.check(model, s, a, t))

@@ -364,8 +364,14 @@ class Pins:
     equation, and ``concrete`` then returns the state's values (name -> value) without building a Z3 term (the
     agreement check reads every reachable state this way: building the terms took most of its time)."""
 
+    def __init__(self):
+        self.pins: dict = {}
+
     def __getitem__(self, name: str) -> _Pin:
-        return _Pin(name)
+        pin = self.pins.get(name)
+        if pin is None:
+            pin = self.pins[name] = _Pin(name)
+        return pin
 
 
 def same(v: StateVars, w: StateVars, changes: dict) -> z3.BoolRef:
@@ -416,7 +422,7 @@ class StepEncoding:
     @staticmethod
     def conjunction(facts: list):
         """What ``concrete`` returns for its ``facts``: their ``And``; for ``Pins``, the values they fix."""
-        if facts and all(isinstance(f, Pinned) for f in facts):
+        if facts and type(facts[0]) is Pinned:  # all of them are (a Z3 term among them: dict() raises)
             return dict(facts)
         return z3.And(*facts)
 
