@@ -148,6 +148,16 @@ class Agreement:
     disagreements: int  # how many in all
 
 
+class _Step(dict):
+    """A state's values, and its successor's (``post``) under the next state's names, read from ``post`` when
+    a formula of the step asks for them."""
+
+    __slots__ = ("post", "unprimed")
+
+    def __missing__(self, name: str):
+        return self.post[self.unprimed[name]]
+
+
 class Compiled:
     """An encoding's formulas, compiled once."""
 
@@ -156,7 +166,7 @@ class Compiled:
         self.v, self.w = enc.vars(""), enc.vars("'")
         self.cache: dict = {}
         self.names = {k: (self.v[k].decl().name(), self.w[k].decl().name()) for k in self.v.vars}
-        self.primed = dict(self.names.values())  # a variable's name in ``v`` -> its name in ``w``
+        self.unprimed = {w: v for v, w in self.names.values()}  # a variable's name in ``w`` -> its name in ``v``
         self.actions = {label: (compiled(guard, self.cache), {k: compiled(x, self.cache) for k, x in changes.items()})
                         for label, (guard, changes) in enc.actions(self.v).items()}
         self._breaks: dict = {}
@@ -208,17 +218,11 @@ def check(encoding_class, variant: str, preset: str, show: int = 5) -> Agreement
             problems.append(f"{what}; in the state at depth {depth}: {s}")
 
     envs: dict = {}
-    primed: dict = {}
 
     def env_of(s) -> Env:  # a state's values, read once
         if s not in envs:
             envs[s] = enc.concrete(PINS, s)
         return envs[s]
-
-    def primed_of(t) -> Env:  # ... named as the next state's
-        if t not in primed:
-            primed[t] = {f.primed[k]: x for k, x in env_of(t).items()}
-        return primed[t]
 
     states = reachable(model)
     for depth, s, theirs in states:
@@ -241,7 +245,8 @@ def check(encoding_class, variant: str, preset: str, show: int = 5) -> Agreement
             if post != expected:
                 for var in sorted(k for k in post if post[k] != expected.get(k)):
                     say(depth, s, f"{a}: {var} is {post[var]} in the model, {expected.get(var)} in the encoding")
-            both = {**env, **primed_of(t)}
+            both = _Step(env)
+            both.post, both.unprimed = post, f.unprimed
             for name in enc.properties:
                 p = props[name]
                 fails = not (p.check(model, t) if p.kind == "invariant" else p.check(model, s, a, t))
