@@ -577,6 +577,11 @@ def simulated(pairs, view, facts_of, steps: dict, own: tuple, told) -> list[str]
     return out
 
 
+def told_by(show: Callable) -> Callable:
+    """``simulated``'s ``told`` for a view ``show`` renders: "<before> to <after>"."""
+    return lambda s, before, after: f"{show(before)} to {show(after)}"
+
+
 def not_simulated(a, what: str, answer) -> list[str]:
     """The problem a simulation check reports for the model's transition ``a`` when ``answer`` is not ``sat``."""
     if answer == z3.sat:

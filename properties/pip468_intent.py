@@ -44,7 +44,8 @@ import z3
 from pulsar_verify.invariants.pip468 import SYSTEM
 from pulsar_verify.models.pip468.state import CAS, CREATE, DISCOVER, TERMINATE
 
-from .obligations import Obligation, Verdict, all_of, fixes_of, members, ranked, simulated, universe, with_fix
+from .obligations import (Obligation, Verdict, all_of, fixes_of, members, ranked, simulated, told_by, universe,
+                          with_fix)
 
 Seg = z3.DeclareSort("IntentSeg")
 Broker = z3.DeclareSort("IntentBroker")
@@ -316,8 +317,7 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
                 z3.Or(*[k == b for b in brokers]), z3.Or(*[x == y for y in segs.values()]),
                 *_concrete(v, before, segs, brokers), *_concrete(w, after, segs, brokers)]
     return simulated(pairs, lambda s: _view(model, s), facts, candidates,
-                     tuple(set(helpers(v, model.fixes, k, x)) & set(candidates)),
-                     lambda s, before, after: f"{_show(before)} to {_show(after)}")
+                     tuple(set(helpers(v, model.fixes, k, x)) & set(candidates)), told_by(_show))
 
 
 OBLIGATIONS = [

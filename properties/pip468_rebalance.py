@@ -46,7 +46,7 @@ from pulsar_verify.invariants.pip468 import SYSTEM
 from pulsar_verify.models.pip468.assignment import round_robin
 from pulsar_verify.models.pip468.state import CAS, NOTIFY
 
-from .obligations import Obligation, Verdict, fixes_of, members, ranked, simulated, universe
+from .obligations import Obligation, Verdict, fixes_of, members, ranked, simulated, told_by, universe
 
 Broker = z3.DeclareSort("RebalanceBroker")
 FIX = "leader-watches-layout"
@@ -223,8 +223,7 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
         return [*([z3.Distinct(*brokers)] if len(brokers) > 1 else []), z3.Or(*[k == b for b in brokers]),
                 *_concrete(v, before, brokers), *_concrete(w, after, brokers)]
     return simulated(pairs, lambda s: _view(model, s), facts, candidates,
-                     tuple(set(helpers(v, model.fixes, k)) & set(candidates)),
-                     lambda s, before, after: f"{_show(before)} to {_show(after)}")
+                     tuple(set(helpers(v, model.fixes, k)) & set(candidates)), told_by(_show))
 
 
 OBLIGATIONS = [
