@@ -15,12 +15,12 @@ from .outdir import write_text
 def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop_at_first=False, liveness=True,
                     master="local[*]", progress=None, out: Path | None = None, fresh=False,
                     conf: dict | None = None, partitions: int | None = None, spark=None, workers: int = 1,
-                    search: str = "auto", checkpoint_seconds: float | None = None) -> Result:
+                    search: str = "auto", checkpoint_seconds: float | None = None, until=None) -> Result:
     """``out`` is where the Spark engine keeps its checkpoint (``out/spark``); the local engine writes nothing.
     ``spark``: a session already started (``start_spark``), else one is started for ``master``. ``workers``:
     the local engine's processes. ``search``: the Spark engine's, ``levels`` (``bfs.py``), ``resident``
     (``resident.py``, which checkpoints at least every ``checkpoint_seconds``, by default its own) or ``auto``
-    (``explore_spark``)."""
+    (``explore_spark``). ``until``: the local engine's (``Explorer``)."""
     if engine == "spark":
         from .spark_checks.bfs import explore_spark
         spark = spark or start_spark(master, conf, models=(model.name,))
@@ -29,7 +29,7 @@ def run_exploration(model, engine: str, *, max_depth=None, max_states=None, stop
                              graph=None if liveness else False, spark=spark, partitions=partitions, search=search,
                              checkpoint_seconds=checkpoint_seconds)
     result, _ = explore(model, max_depth=max_depth, max_states=max_states, stop_at_first=stop_at_first,
-                        check_liveness=liveness, progress=progress, workers=workers)
+                        check_liveness=liveness, progress=progress, workers=workers, until=until)
     return result
 
 

@@ -16,6 +16,7 @@ from .replay import load, model_for, replay
 from .show import diff
 
 HOLDS, VIOLATED = "holds", "violated"
+OPEN = "not searched whole"  # a mutant's property its stopped runs did not decide (``review._mutant_runs``)
 
 
 @attrs.define
@@ -28,6 +29,7 @@ class Cell:
     hypothesis: str | None = None  # "holds (N examples)" / "violated"
     incomplete: bool = False
     proved: str = ""  # the Z3 obligation that proves the property for any size, if one does
+    open: bool = False  # not violated, and the variant's runs stopped once they broke what they were to
 
     def markdown(self) -> str:
         if self.violations:
@@ -36,6 +38,8 @@ class Cell:
             if shape == "never":
                 return f"❌ `{preset}`: no example in the whole search{more}"
             return f"❌ `{preset}`: {length}-step {shape}{more}"
+        if self.open:
+            return f"❔ not violated in {self.bounds} bounds, {self.states:,} states: not searched whole"
         text = f"✅ exhaustive, {self.bounds} bounds, {self.states:,} states"
         if self.incomplete:
             text += " (a bound cut the search)"
@@ -53,6 +57,8 @@ class Cell:
         if self.violations:
             preset, length, shape = min(self.violations, key=lambda v: v[1])
             return f"❌ {preset}·{'∅' if shape == 'never' else length}{'↻' if shape == 'lasso' else ''}"
+        if self.open:
+            return f"❔ {_count(self.states)}"
         text = f"✅ {_count(self.states)}{'*' if self.incomplete else ''}"
         if self.hypothesis:
             text += " ❌H" if self.hypothesis == VIOLATED else " H"
@@ -66,9 +72,10 @@ def _count(n: int) -> str:
     return str(n)
 
 
-def cells(rows, hypothesis: dict) -> dict:
+def cells(rows, hypothesis: dict, unsearched=frozenset()) -> dict:
     """(model, variant, property) -> Cell over the local runs; ``hypothesis`` maps (model, variant)
-    to (examples, violated property ids)."""
+    to (examples, violated property ids); a property not violated by a variant of ``unsearched`` (model,
+    variant) is open."""
     out: dict = defaultdict(Cell)
     sometimes = set()  # a Hypothesis run's steps cannot show that no run has an example
     for name, variant, preset, engine, model, r in rows:
@@ -83,6 +90,8 @@ def cells(rows, hypothesis: dict) -> dict:
         for v in r.violations:
             shape = "never" if not v.traced else "lasso" if v.loop is not None else "trace"
             out[name, variant, v.prop.id].violations.append((preset, v.length, shape))
+    for (name, variant, _), c in out.items():
+        c.open = (name, variant) in unsearched and not c.violations
     for (name, variant), (examples, failed) in hypothesis.items():
         for (n, var, pid), c in out.items():
             if (n, var) == (name, variant) and (n, pid) not in sometimes:
@@ -117,20 +126,21 @@ def proved_for_any_size(table: dict, proofs: dict) -> list[str]:
 def verdicts(table: dict) -> dict:
     out: dict = {}
     for (name, variant, pid), c in sorted(table.items()):
-        out.setdefault(name, {}).setdefault(variant, {})[pid] = VIOLATED if c.violations else HOLDS
+        out.setdefault(name, {}).setdefault(variant, {})[pid] = VIOLATED if c.violations else OPEN if c.open else HOLDS
     return out
 
 
 def compare(expected: dict, got: dict) -> list[str]:
     """Differences for the models in ``got``: a new violation, a finding no longer found, a
-    (model, variant, property) that appeared or disappeared."""
+    (model, variant, property) that appeared or disappeared. An open verdict contradicts none recorded
+    as holding."""
     lines = []
     for name, variants in got.items():
         want = expected.get(name, {})
         for variant in sorted(set(variants) | set(want)):
             a, b = want.get(variant, {}), variants.get(variant, {})
             for pid in sorted(set(a) | set(b)):
-                if a.get(pid) != b.get(pid):
+                if a.get(pid) != b.get(pid) and (a.get(pid), b.get(pid)) != (HOLDS, OPEN):
                     lines.append(f"{name} {variant} {pid}: expected {a.get(pid, 'absent')}, got {b.get(pid, 'absent')}")
     return lines
 
@@ -409,8 +419,14 @@ def model_page(cls: type[Model], table: dict, rows, plots: list[str], proofs: li
     lines += [f"- `{p.id}` ({p.kind}): {p.statement}. *{p.section}*" for p in props] + [""]
     if mutants:
         lines += ["## Deliberately broken variants", "",
-                  "Each is `all-fixes` plus one mistake; the properties it breaks show that the checks can fail.", "",
-                  "| mutant | the mistake | breaks |", "|---|---|---|"]
+                  "Each is `all-fixes` plus one mistake; the properties it breaks show that the checks can fail.", ""]
+        if any(table[cls.name, v.name, p.id].open for v in mutants for p in cls.checked_properties()
+               if (cls.name, v.name, p.id) in table):
+            lines += ["The review's runs of a mutant stop once it has broken every property `expectations.json` "
+                      "records it breaking, the bound set whose `all-fixes` run has fewest states first; each "
+                      "counterexample is still the shortest at its bounds. Whether it breaks more is left open "
+                      "here, and decided by `--nightly` and `--update-expectations`, which search every run whole.", ""]
+        lines += ["| mutant | the mistake | breaks |", "|---|---|---|"]
         lines += [f"| `{v.name}` | {v.description} | "
                   f"{', '.join(f'`{b}`' for b in _broken(cls, table, v.name)) or '—'} |" for v in mutants]
         lines.append("")
@@ -430,7 +446,8 @@ def model_page(cls: type[Model], table: dict, rows, plots: list[str], proofs: li
                   "applied? is this the variant named?) has the same answer under both, so the runs are the "
                   "same, state for state (`pulsar_verify/asked.py`).", ""]
     lines += ["| variant | bounds | engine | states | depth | seconds | violated |", "|---|---|---|---:|---:|---:|---|"]
-    lines += [f"| `{variant}` | `{preset}` | {engine} | {r.distinct_states:,} | {r.depth} | "
+    lines += [f"| `{variant}` | `{preset}` | {engine} | {r.distinct_states:,} | "
+              f"{r.depth}{f' (stopped: {r.stopped})' if r.stopped else ''} | "
               f"{f'as `{r.reused_from}`' if r.reused_from else f'{r.seconds:.2f}'} | "
               f"{', '.join(v.prop.id for v in r.violations) or '—'} |" for variant, preset, engine, r in mine]
     return "\n".join(lines + ["", "</details>"]) + "\n"

@@ -61,6 +61,7 @@ class Result:
     # None otherwise; and the variant whose run this is, when it is another variant's (``review``).
     asked: frozenset | None = None
     reused_from: str = ""
+    stopped: str = ""  # why the search stopped before it was complete, when a caller chose to stop it
 
     @property
     def properties_checked(self) -> list[str]:
@@ -91,4 +92,5 @@ class Result:
             "properties_not_checked": [pid for pid, _ in self.properties if pid not in self.properties_checked],
             "level_sizes": self.level_sizes, "trace_files": [str(p) for p in self.trace_files],
             **({"reused_from": self.reused_from} if self.reused_from else {}),
+            **({"stopped": self.stopped} if self.stopped else {}),
         }

@@ -62,19 +62,23 @@ def _hypothesis_variants(cls) -> list[str]:
     return [cls.baseline()] + ([best] if best else []) if cls.hypothesis_bounds else []
 
 
-def _one_run(name, variant, preset, engine, into: Path, final: Path, master="local[*]", ask=False):
+def _one_run(name, variant, preset, engine, into: Path, final: Path, master="local[*]", ask=False, breaks=()):
     """One exploration and its files: the Result, or the traceback of a model error (a string). ``ask``:
-    the Result also holds the questions the model asked of its variant (``asked``)."""
+    the Result also holds the questions the model asked of its variant (``asked``). ``breaks``: properties
+    whose violation ends the search, at the first complete level where each of them is violated."""
     questions = Questions() if ask else None
     model = registry.build(name, variant, preset=preset, questions=questions)
+    until = (lambda violated, depth: violated.keys() >= breaks) if breaks else None
     try:
-        result = run_exploration(model, engine, master=master, out=into, fresh=True)
+        result = run_exploration(model, engine, master=master, out=into, fresh=True, until=until)
     except UsageError:
         raise
     except Exception as exc:
         return f"{name} {variant} {preset} {engine}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
     if questions is not None:
         result.asked = questions.frozen()
+    if breaks and not result.complete:
+        result.stopped = f"{', '.join(sorted(breaks))} broken"
     write_results(model, result, into, final)
     return result
 
@@ -97,8 +101,40 @@ def _reuse(name: str, variant: str, preset: str, sources: dict, into: Path, fina
     return reused
 
 
+def _brief(classes, expected: dict) -> dict:
+    """(model, mutant) -> the properties ``expected`` records it breaks, for each mutant that breaks one.
+    A mutant is there to show that checks can fail, so its runs may stop once it has broken them
+    (``_mutant_runs``); a mutant recorded as breaking nothing is searched whole."""
+    out = {}
+    for cls in classes:
+        for v in cls.variants:
+            breaks = {p for p, said in expected.get(cls.name, {}).get(v.name, {}).items() if said == report.VIOLATED}
+            if v.kind == "mutant" and breaks:
+                out[cls.name, v.name] = frozenset(breaks)
+    return out
+
+
+def _mutant_runs(name, variant, presets, into: Path, final: Path, breaks: frozenset) -> list:
+    """A mutant at ``presets`` in order until it has broken every property of ``breaks``: each run stops at
+    the first complete level where each of those not broken yet is (so its counterexamples are still
+    the shortest at its bounds), and the bound sets after the last are not run. [(bounds, outcome)]."""
+    out, left = [], breaks
+    for preset in presets:
+        if not left:
+            break
+        run_dir = Path(name, variant, preset, "local")
+        outcome = _one_run(name, variant, preset, "local", into / run_dir, final / run_dir, breaks=left)
+        if not isinstance(outcome, str):
+            left = left - {v.prop.id for v in outcome.violations}
+        out.append((preset, outcome))
+    return out
+
+
 def _local_job(job):
-    """One job of the pool: an exploration, a Hypothesis machine, or a Z3 obligation (by its index)."""
+    """One job of the pool: an exploration, a mutant's runs (``_mutant_runs``), a Hypothesis machine, or a
+    Z3 obligation (by its index)."""
+    if job[0] == "mutant":
+        return job, _mutant_runs(*job[1:])
     kind, name, variant, preset, into, final, nightly = job
     if kind == "z3":
         from .properties import registry as obligations
@@ -116,11 +152,13 @@ def _progress(name, variant, preset, engine, outcome) -> None:
         return
     violated = ", ".join(v.prop.id for v in outcome.violations) or "-"
     took = f"as {outcome.reused_from}" if outcome.reused_from else f"{outcome.seconds:7.2f}s"
+    if outcome.stopped:
+        took += f" (stopped: {outcome.stopped})"
     print(f"{name:<9} {variant:<36} {preset:<14} {engine:<6} {outcome.distinct_states:>9,} states "
           f"{took}  violated: {violated}", flush=True)
 
 
-def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
+def _local_runs(runs, machines, proofs: list, brief: dict, staging: Path, out: Path, pool,
                 nightly: bool) -> tuple[dict, dict, dict]:
     """The in-process explorations, the Hypothesis machines and the Z3 obligations (given as indices
     into the registry), each in a worker process (forked before any Spark session starts); the
@@ -130,7 +168,10 @@ def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
 
     At each bound set, as-written and all-fixes run first, noting the questions their models ask of
     their variant (``pulsar_verify.asked``); another variant that answers each of one's questions alike
-    has that run (``_reuse``), and only the others are explored."""
+    has that run (``_reuse``), and only the others are explored. A mutant of ``brief`` (``_brief``) runs
+    once its model's anchors have run at every bound set: those bound sets where one of them stands for it
+    first, then the others in one job, fewest states of ``all-fixes`` first (``_mutant_runs``). Its
+    runs absent from the first dict were not needed."""
     from .properties import registry as obligations
     every = obligations()
     anchors = {n: _anchors(registry.model_class(n)) for n in {r[0] for r in runs}}
@@ -138,12 +179,15 @@ def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
     jobs += [("z3", every[i].model, None, i, None, None, nightly) for i in proofs]
     waiting: dict = {}  # (model, bounds) -> the runs that wait for its anchors' runs
     expected: dict = {}  # (model, bounds) -> the anchors that run there
+    mutants: dict = {}  # (model, mutant) of ``brief`` -> its bound sets
     for n, v, p, _ in runs:
         job = ("source" if v in anchors[n] else "local", n, v, p, staging / n / v / p / "local",
                out / n / v / p / "local", nightly)
         if job[0] == "source":
             jobs.append(job)
             expected.setdefault((n, p), set()).add(v)
+        elif (n, v) in brief:
+            mutants.setdefault((n, v), []).append(p)
         else:
             waiting.setdefault((n, p), []).append(job)
     finished: queue.Queue = queue.Queue()
@@ -158,18 +202,48 @@ def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
             pool.apply_async(_local_job, (job,), callback=finished.put,
                              error_callback=lambda exc: finished.put((None, exc)))
 
+    done, hypothesis, verdicts, sources = {}, {}, {}, {}
+
+    def reused(name, variant, preset):
+        """The run of ``variant`` at ``preset`` as an anchor's, noted; False if none stands for it."""
+        at = Path(name, variant, preset, "local")
+        outcome = _reuse(name, variant, preset, sources.get((name, preset), {}), staging / at, out / at)
+        if outcome is not None:
+            _progress(name, variant, preset, "local", outcome)
+            done[name, variant, preset] = outcome
+        return outcome is not None
+
+    def start_mutants():
+        """Each mutant whose model's anchors have all run (or that has none)."""
+        for (name, variant), presets in list(mutants.items()):
+            if any(set(sources.get((name, p), {})) != expected.get((name, p), set()) for p in presets):
+                continue
+            del mutants[name, variant]
+            left = brief[name, variant] - {v.prop.id for p in presets if reused(name, variant, p)
+                                           for v in done[name, variant, p].violations}
+            best = registry.model_class(name).best_variant()
+            order = sorted((p for p in presets if (name, variant, p) not in done),
+                           key=lambda p: getattr(sources.get((name, p), {}).get(best), "distinct_states", 0))
+            if left and order:
+                start(("mutant", name, variant, order, staging, out, left))
+
     for job in jobs:
         start(job)
     for key in set(waiting) - set(expected):  # no anchor at these bounds
         for job in waiting.pop(key):
             start(job)
-    done, hypothesis, verdicts, sources = {}, {}, {}, {}
+    start_mutants()
     while outstanding:
         job, outcome = finished.get()
         outstanding -= 1
         if job is None:
             raise outcome
         kind, name, variant, preset, *_ = job
+        if kind == "mutant":
+            for at, outcome in outcome:
+                _progress(name, variant, at, "local", outcome)
+                done[name, variant, at] = outcome
+            continue
         if kind == "z3":
             o = every[preset]
             verdicts[preset] = outcome
@@ -189,12 +263,9 @@ def _local_runs(runs, machines, proofs: list, staging: Path, out: Path, pool,
         got[variant] = outcome
         if (name, preset) in waiting and set(got) == expected[name, preset]:
             for later in waiting.pop((name, preset)):
-                reused = _reuse(name, later[2], preset, got, *later[4:6])
-                if reused is None:
+                if not reused(name, later[2], preset):
                     start(later)
-                else:
-                    _progress(name, later[2], preset, "local", reused)
-                    done[name, later[2], preset] = reused
+        start_mutants()
     return done, hypothesis, verdicts
 
 
@@ -288,7 +359,8 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
         machines = [(cls.name, variant) for cls in classes for variant in _hypothesis_variants(cls)]
         names = {cls.name for cls in classes}
         selected = [i for i, o in enumerate(obligations()) if o.model in names and (nightly or not o.minutes)]
-        local = ([r for r in runs if r[3] == "local"], machines, selected, staging, out)
+        brief = {} if nightly or update else _brief(classes, expected)  # those search every run whole
+        local = ([r for r in runs if r[3] == "local"], machines, selected, brief, staging, out)
 
         def spark() -> dict:
             outcomes = {}
@@ -300,8 +372,13 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
                     outcomes[name, variant, preset] = outcome
             return outcomes
         done, hypothesis, verdicts = _alongside(local, nightly, workers, spark)
+        unsearched = set()  # the mutants of ``brief`` with a run stopped or not needed: what else they break is open
         for name, variant, preset, engine in runs:
-            outcome = done[name, variant, preset] if engine == "local" else done["spark", name, variant, preset]
+            outcome = done.get((name, variant, preset) if engine == "local" else ("spark", name, variant, preset))
+            if outcome is None or getattr(outcome, "stopped", ""):
+                unsearched.add((name, variant))
+            if outcome is None:
+                continue
             if isinstance(outcome, str):  # a model bug: reported, and the rest of the review goes on
                 errors.append(outcome.splitlines()[0])
                 tracebacks.append(f"== {outcome}")
@@ -313,7 +390,7 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
         every = obligations()
         for i in selected:  # in the registry's order, whatever order they ended in
             proofs.setdefault(every[i].model, []).append((every[i], verdicts[i]))
-        table = report.cells(rows, hypothesis)
+        table = report.cells(rows, hypothesis, unsearched)
         for line in report.proved_for_any_size(table, proofs):
             errors.append(line)
             tracebacks.append(f"== {line}")

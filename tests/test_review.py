@@ -152,3 +152,53 @@ def test_a_proof_for_any_size_marks_its_cells_and_one_the_explorer_contradicts_i
     fixed = table[key[0], "all-fixes", key[2]]
     assert fixed.compact() == "✅ 900 ∀"
     assert fixed.markdown().endswith("proved for any size (Z3 `never-skips-inductive`)")
+
+
+def _mutant_review(tmp_path, breaks: frozenset, pool=None) -> dict:
+    """pip-373's as-written, all-fixes and one mutant at every in-process bound set, the mutant's runs
+    stopped once it breaks ``breaks`` (``review._mutant_runs``)."""
+    from pulsar_verify.review import _local_runs
+
+    cls, mutant = registry.model_class("pip-373"), "mutant:commit-marks-aborted"
+    runs = [("pip-373", v, p, "local") for v in ("as-written", "all-fixes", mutant) for p in cls.in_process_presets()]
+    done, _, _ = _local_runs(runs, [], [], {("pip-373", mutant): breaks}, tmp_path / "staging", tmp_path / "out",
+                             pool, False)
+    return {p: r for (_, v, p), r in done.items() if v == mutant}
+
+
+def test_a_mutant_stops_once_it_breaks_what_it_is_recorded_to_break(tmp_path):
+    """A mutant's runs stop at the first complete level that breaks what the expectations say it breaks,
+    with its shortest counterexample, and its remaining bound sets are not run; the same on two workers.
+    Recorded as breaking a property it does not, it is searched whole, so the review says it holds."""
+    import multiprocessing
+
+    from pulsar_verify.explorer import explore
+    from pulsar_verify.report import HOLDS, OPEN, VIOLATED, cells, compare, verdicts
+
+    cls = registry.model_class("pip-373")
+    target = "committed-never-filtered"
+    brief = _mutant_review(tmp_path / "one", frozenset({target}))
+    stopped = [p for p, r in brief.items() if r.stopped]
+    assert stopped and len(brief) < len(cls.in_process_presets())
+    full, _ = explore(registry.build("pip-373", "mutant:commit-marks-aborted", preset=stopped[0]))
+    [cut] = [v for v in brief[stopped[0]].violations if v.prop.id == target]
+    assert full.distinct_states > brief[stopped[0]].distinct_states
+    assert cut.length == next(v.length for v in full.violations if v.prop.id == target)
+
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        two = _mutant_review(tmp_path / "two", frozenset({target}), pool)
+    assert {p: r.summary()["violations"] for p, r in two.items()} == {
+        p: r.summary()["violations"] for p, r in brief.items()}
+
+    rows = [("pip-373", "mutant:commit-marks-aborted", p, "local", None, r) for p, r in brief.items()]
+    got = verdicts(cells(rows, {}, {("pip-373", "mutant:commit-marks-aborted")}))["pip-373"]
+    said = got["mutant:commit-marks-aborted"]
+    assert said[target] == VIOLATED and OPEN in said.values()
+    recorded = {"pip-373": {"mutant:commit-marks-aborted": {p: HOLDS for p in said} | {target: VIOLATED}}}
+    assert compare(recorded, {"pip-373": got}) == []
+    recorded["pip-373"]["mutant:commit-marks-aborted"]["flag-never-cleared"] = VIOLATED
+    assert compare(recorded, {"pip-373": got}) == [
+        f"pip-373 mutant:commit-marks-aborted flag-never-cleared: expected {VIOLATED}, got {OPEN}"]
+
+    wrong = _mutant_review(tmp_path / "wrong", frozenset({target, "flag-never-cleared"}))
+    assert len(wrong) == len(cls.in_process_presets()) and all(r.complete and not r.stopped for r in wrong.values())
