@@ -162,16 +162,32 @@ def test_a_proof_for_any_size_marks_its_cells_and_one_the_explorer_contradicts_i
     assert fixed.markdown().endswith("proved for any size (Z3 `never-skips-inductive`)")
 
 
+MUTANT = "mutant:commit-marks-aborted"
+
+
 def _mutant_review(tmp_path, breaks: frozenset, pool=None) -> dict:
     """pip-373's as-written, all-fixes and one mutant at every in-process bound set, the mutant's runs
-    stopped once it breaks ``breaks`` (``review._mutant_runs``)."""
+    stopped once it breaks ``breaks`` (``review._mutant_runs``): its runs by bound set."""
     from pulsar_verify.review import _local_runs
 
-    cls, mutant = registry.model_class("pip-373"), "mutant:commit-marks-aborted"
-    runs = [("pip-373", v, p, "local") for v in ("as-written", "all-fixes", mutant) for p in cls.in_process_presets()]
-    done, _, _ = _local_runs(runs, [], [], {("pip-373", mutant): breaks}, tmp_path / "staging", tmp_path / "out",
+    presets = registry.model_class("pip-373").in_process_presets()
+    runs = [("pip-373", v, p, "local") for v in ("as-written", "all-fixes", MUTANT) for p in presets]
+    done, _, _ = _local_runs(runs, [], [], {("pip-373", MUTANT): breaks}, tmp_path / "staging", tmp_path / "out",
                              pool, False)
-    return {p: r for (_, v, p), r in done.items() if v == mutant}
+    return {p: r for (_, v, p), r in done.items() if v == MUTANT}
+
+
+def _said(runs: dict) -> dict:
+    """The runs' summaries, but for times and paths."""
+    return {p: {k: v for k, v in r.summary().items() if k not in ("seconds", "states_per_second", "peak_rss_mb",
+                                                                   "trace_files")} for p, r in runs.items()}
+
+
+def _verdicts(runs: dict, unsearched=frozenset()) -> dict:
+    from pulsar_verify.report import cells, verdicts
+
+    rows = [("pip-373", MUTANT, p, "local", None, r) for p, r in runs.items()]
+    return verdicts(cells(rows, {}, unsearched))["pip-373"]
 
 
 def test_a_mutant_stops_once_it_breaks_what_it_is_recorded_to_break(tmp_path):
@@ -181,32 +197,30 @@ def test_a_mutant_stops_once_it_breaks_what_it_is_recorded_to_break(tmp_path):
     import multiprocessing
 
     from pulsar_verify.explorer import explore
-    from pulsar_verify.report import HOLDS, OPEN, VIOLATED, cells, compare, verdicts
+    from pulsar_verify.report import HOLDS, OPEN, VIOLATED, compare
 
-    cls = registry.model_class("pip-373")
     target = "committed-never-filtered"
     brief = _mutant_review(tmp_path / "one", frozenset({target}))
     stopped = [p for p, r in brief.items() if r.stopped]
-    assert stopped and len(brief) < len(cls.in_process_presets())
-    full, _ = explore(registry.build("pip-373", "mutant:commit-marks-aborted", preset=stopped[0]))
+    assert stopped and len(brief) < len(registry.model_class("pip-373").in_process_presets())
+    full, _ = explore(registry.build("pip-373", MUTANT, preset=stopped[0]))
     [cut] = [v for v in brief[stopped[0]].violations if v.prop.id == target]
     assert full.distinct_states > brief[stopped[0]].distinct_states
     assert cut.length == next(v.length for v in full.violations if v.prop.id == target)
 
     with multiprocessing.get_context("fork").Pool(2) as pool:
         two = _mutant_review(tmp_path / "two", frozenset({target}), pool)
-    assert {p: r.summary()["violations"] for p, r in two.items()} == {
-        p: r.summary()["violations"] for p, r in brief.items()}
+    assert _said(two) == _said(brief)
 
-    rows = [("pip-373", "mutant:commit-marks-aborted", p, "local", None, r) for p, r in brief.items()]
-    got = verdicts(cells(rows, {}, {("pip-373", "mutant:commit-marks-aborted")}))["pip-373"]
-    said = got["mutant:commit-marks-aborted"]
-    assert said[target] == VIOLATED and OPEN in said.values()
-    recorded = {"pip-373": {"mutant:commit-marks-aborted": {p: HOLDS for p in said} | {target: VIOLATED}}}
+    got = _verdicts(brief, {("pip-373", MUTANT)})
+    assert got[MUTANT][target] == VIOLATED and OPEN in got[MUTANT].values()
+    recorded = {"pip-373": {MUTANT: {p: HOLDS for p in got[MUTANT]} | {target: VIOLATED}}}
     assert compare(recorded, {"pip-373": got}) == []
-    recorded["pip-373"]["mutant:commit-marks-aborted"]["flag-never-cleared"] = VIOLATED
+    recorded["pip-373"][MUTANT]["flag-never-cleared"] = VIOLATED
     assert compare(recorded, {"pip-373": got}) == [
-        f"pip-373 mutant:commit-marks-aborted flag-never-cleared: expected {VIOLATED}, got {OPEN}"]
+        f"pip-373 {MUTANT} flag-never-cleared: expected {VIOLATED}, got {OPEN}"]
 
     wrong = _mutant_review(tmp_path / "wrong", frozenset({target, "flag-never-cleared"}))
-    assert len(wrong) == len(cls.in_process_presets()) and all(r.complete and not r.stopped for r in wrong.values())
+    assert sorted(wrong) == sorted(registry.model_class("pip-373").in_process_presets())
+    assert all(r.complete and not r.stopped for r in wrong.values())
+    assert _verdicts(wrong)[MUTANT]["flag-never-cleared"] == HOLDS
