@@ -50,8 +50,7 @@ def test_every_action_has_a_sender_and_a_receiver(cls):
             assert set(re.findall(r"\{(\w+)\}", cls.sequence[a.name])) <= dict(a.params).keys(), (f.name, a)
 
 
-# pip-373's review on one process, its Z3 obligations left out, in an interpreter of its own: in a test process that
-# has run others, the same review took 81 s in CI instead of 7 s
+# pip-373's review on one process, in an interpreter of its own as the CLI's is, its Z3 obligations left out
 ONE_WORKER_WITHOUT_Z3 = """
 import sys
 from pathlib import Path
@@ -62,38 +61,39 @@ sys.exit(review.run([registry.model_class("pip-373")], engines=["local"], out=Pa
 """
 
 
-@pytest.fixture(scope="module")
-def pip373_review(tmp_path_factory):
-    """pip-373's review on ``workers`` processes, run once per number (the pages and the workers tests share the
-    run on two)."""
-    runs: dict = {}
-
-    def review(workers: str):
-        if workers not in runs:
-            root = tmp_path_factory.mktemp(f"review-{workers}")
-            out, expectations = root / "report", root / "expectations.json"
-            if workers == "1":  # without the Z3 obligations (a minute here), which explore nothing
-                proc = subprocess.run([sys.executable, "-c", ONE_WORKER_WITHOUT_Z3, str(out), str(expectations)],
-                                      capture_output=True, text=True, timeout=600, cwd=ROOT)
-                assert proc.returncode == 0, proc.stderr
-            else:
-                proc = cli("review", "--models", "pip-373", "--engines", "local", "--workers", workers, "--out",
-                           str(out), "--expectations", str(expectations), "--update-expectations")
-                assert proc.returncode == 0, proc.stderr
-            runs[workers] = out, expectations
-        return runs[workers]
-    return review
+def _pip373_review(root, workers: str) -> tuple:
+    """pip-373's review on ``workers`` processes, recording its verdicts: (report, expectations)."""
+    out, expectations = root / f"report-{workers}", root / f"expectations-{workers}.json"
+    if workers == "1":  # without the Z3 obligations (a minute here), which explore nothing
+        proc = subprocess.run([sys.executable, "-c", ONE_WORKER_WITHOUT_Z3, str(out), str(expectations)],
+                              capture_output=True, text=True, timeout=600, cwd=ROOT)
+    else:
+        proc = cli("review", "--models", "pip-373", "--engines", "local", "--workers", workers, "--out", str(out),
+                   "--expectations", str(expectations), "--update-expectations")
+    assert proc.returncode == 0, proc.stderr
+    return out, expectations
 
 
-@pytest.mark.xdist_group("pip373-review")
-def test_review_pages_draw_findings_and_mark_proofs(pip373_review):
-    out, expectations = pip373_review("2")
+def test_review_pages_and_runs_on_any_number_of_workers(tmp_path):
+    """The pages draw the findings and mark the proofs; the runs and verdicts are the same on one process
+    and on two (one test, so that the review on two runs once whatever process the test runs in)."""
+    out, expectations = _pip373_review(tmp_path, "2")
     assert json.loads(expectations.read_text())["pip-373"]["as-written"]["read-committed"] == "violated"
     page = (out / "pip-373.md").read_text()
     assert "```mermaid" in page and "pulsar-verify replay findings/pip-373/" in page
     assert (out / "pip-373-levels.png").stat().st_size > 0 and (out / "pip-373-coverage.png").exists()
     never_skips = next(line for line in page.splitlines() if line.startswith("| `txn-topic-never-skips` |"))
     assert never_skips.split(" | ")[-1].endswith("∀ |")  # all-fixes, the last column: proved for any log
+
+    summaries, recorded = {}, {}
+    for workers, (report, verdicts) in {"1": _pip373_review(tmp_path, "1"), "2": (out, expectations)}.items():
+        summaries[workers] = {str(p.relative_to(report)): {k: v for k, v in json.loads(p.read_text()).items()
+                                                          if k not in ("seconds", "states_per_second", "peak_rss_mb",
+                                                                       "trace_files")}
+                              for p in report.rglob("summary.json")}
+        recorded[workers] = verdicts.read_text()
+    assert summaries["1"] == summaries["2"] and len(summaries["1"]) > 10
+    assert recorded["1"] == recorded["2"]
 
 
 def test_review_gates_on_expectations(tmp_path):
@@ -117,20 +117,6 @@ def test_review_gates_on_expectations(tmp_path):
     expectations.write_text("{not json")
     broken = cli(*args)
     assert broken.returncode == 2 and broken.stderr.count("\n") == 1 and "Traceback" not in broken.stderr
-
-
-@pytest.mark.xdist_group("pip373-review")
-def test_review_runs_are_the_same_on_any_number_of_workers(pip373_review):
-    summaries, recorded = {}, {}
-    for workers in ("1", "2"):
-        out, expectations = pip373_review(workers)
-        summaries[workers] = {str(p.relative_to(out)): {k: v for k, v in json.loads(p.read_text()).items()
-                                                       if k not in ("seconds", "states_per_second", "peak_rss_mb",
-                                                                    "trace_files")}
-                              for p in out.rglob("summary.json")}
-        recorded[workers] = expectations.read_text()
-    assert summaries["1"] == summaries["2"] and len(summaries["1"]) > 10
-    assert recorded["1"] == recorded["2"]
 
 
 def test_a_spark_run_that_disagrees_with_the_in_process_run_is_an_internal_error():
