@@ -164,7 +164,8 @@ def test_expectations_record_every_property_and_no_violation_of_all_fixes():
 
 
 KERNEL_VARIANTS = {"as-written", "all-fixes"}  # every model with a fix has both (model.variants_of)
-ENCODED = {"pip373": "pip-373", "pip468": "pip-468", "pip473": "pip-473", "pip477": "pip-477", "v4txn": "v4-txn"}
+ENCODED = {"pip373": "pip-373", "pip468": "pip-468", "pip473": "pip-473", "pip477": "pip-477", "v4txn": "v4-txn",
+           "v4impl": "v4-impl"}
 
 
 def typed_variants(source: str, model: str | None) -> list[str]:

@@ -22,7 +22,7 @@ from pulsar_verify.properties import pip477_active as zact, pip477_idgen as zid,
 from pulsar_verify.properties import pip477_build as zbd, pip477_rollback as zrb, pip477_stamps as zstamp
 from pulsar_verify.properties import pip477_position as zpos, pip473_forget as zfg, pip473_reap as zrp
 from pulsar_verify.properties import pip468_intent as zoi, pip468_rebalance as zrbl
-from pulsar_verify.properties import v4txn_completes as zend, v4txn_steps as zv4
+from pulsar_verify.properties import v4impl_outcome as zout, v4txn_completes as zend, v4txn_steps as zv4
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, fixes_of, inductive as induction, \
     same, vacuous_steps
 from pulsar_verify.invariants.pip473 import SYSTEM as PIP473_SYSTEM
@@ -148,6 +148,8 @@ def test_obligation_verdicts():
         ("pip-477", "I16-inductive", ("reserved-keys-rejected", "all-fixes")): PROVED,
         ("pip-477", "I9", ("as-written",)): PROVED,
         ("pip-477", "I9", ("mutant:promote-clears-cursor-props",)): VIOLATED,
+        ("v4-impl", "told-the-outcome-inductive", ("as-implemented",)): VIOLATED,
+        ("v4-impl", "told-the-outcome-inductive", ("idempotent-end", "all-fixes")): PROVED,
     }
 
 
@@ -672,6 +674,9 @@ def test_no_step_of_an_encoding_proved_by_induction_is_vacuous():
         v, w = zrp.Vars(""), zrp.Vars("'")
         xs = (z3.Const("k", zrp.Seg), z3.Const("st", zrp.Store))
         assert vacuous_steps(zrp.invariant(v), zrp.steps(v, w, fixes, *xs)) == []
+    for fixes in (frozenset(), frozenset({zout.FIX_IDEMPOTENT})):
+        v, w = zout.Vars(""), zout.Vars("'")
+        assert vacuous_steps(zout.invariant(v), zout.steps(v, w, fixes)) == []
     for fixes in (frozenset(), fixes_of("pip-477", "all-fixes")):
         v, w = zpos.Vars(""), zpos.Vars("'")
         xs = (z3.Const("l", zpos.Ledger), z3.Bool("new"), z3.Int("p"))
@@ -786,6 +791,32 @@ def test_the_end_txn_ranking_fails_as_written_on_the_rejected_marker_needs_its_i
     model, pairs = transitions_reached("v4-txn", "as-written", "sealed")
     drifted = zend.simulation(model, pairs, steps_of=lambda v, w, _, k: zend.steps(v, w, fixed, k))
     assert drifted and all(d.startswith("marker_rejected(") for d in drifted)
+
+
+OUTCOME_CASES = [("as-implemented", "tc-restart"), ("idempotent-end", "tc-restart"), ("all-fixes", "default")]
+OUTCOME_CASES += [(v, p) for v in ("as-implemented", "idempotent-end", "all-fixes")
+                  for p in models.model_class("v4-impl").in_process_presets()
+                  if (v, p) not in OUTCOME_CASES] if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", OUTCOME_CASES, ids="/".join)
+def test_the_outcome_encoding_simulates_the_v4_impl_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("v4-impl", *case)
+    assert zout.simulation(model, pairs) == []
+
+
+def test_the_outcome_proof_fails_as_written_on_transaction_not_found_needs_its_strengthening_and_catches_drift():
+    """As written the counterexample to induction is a committed txn's resent END_TXN answered
+    TransactionNotFound; with the fix, the property alone is not inductive (a reply's answer must be known to
+    match the decision); and the model as written answers TransactionNotFound, which the fixed encoding lacks."""
+    cti = verdict_of("v4-impl", "told-the-outcome-inductive", ("as-implemented",))
+    assert cti.status == VIOLATED and "--end_not_found-->" in cti.detail and "TC: committed" in cti.detail
+    weak = zout.proof("idempotent-end", invariant_of=zout.told_the_outcome)
+    assert weak.status == VIOLATED and "counterexample to induction" in weak.detail
+    model, pairs = transitions_reached("v4-impl", "as-implemented", "tc-restart")
+    fixed = frozenset({zout.FIX_IDEMPOTENT})
+    drifted = zout.simulation(model, pairs, steps_of=lambda v, w, _: zout.steps(v, w, fixed))
+    assert drifted and all(d.startswith("end_not_found(") for d in drifted)
 
 
 INTENT_CASES = [(v, p) for v in ("op-intent", "all-fixes") for p in ("failover", "split-merge", "merge-new-sub")]
