@@ -23,6 +23,7 @@ from pulsar_verify.properties import pip477_build as zbd, pip477_rollback as zrb
 from pulsar_verify.properties import pip477_position as zpos, pip473_forget as zfg, pip473_reap as zrp
 from pulsar_verify.properties import pip468_intent as zoi, pip468_rebalance as zrbl
 from pulsar_verify.properties import v4impl_outcome as zout, v4txn_completes as zend, v4txn_steps as zv4
+from pulsar_verify.properties import v4impl_horizon as zhz
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, fixes_of, inductive as induction, \
     same, vacuous_steps
 from pulsar_verify.invariants.pip473 import SYSTEM as PIP473_SYSTEM
@@ -150,6 +151,8 @@ def test_obligation_verdicts():
         ("pip-477", "I9", ("mutant:promote-clears-cursor-props",)): VIOLATED,
         ("v4-impl", "told-the-outcome-inductive", ("as-implemented",)): VIOLATED,
         ("v4-impl", "told-the-outcome-inductive", ("idempotent-end", "all-fixes")): PROVED,
+        ("v4-impl", "last-id-within-horizon-inductive", ("as-implemented",)): VIOLATED,
+        ("v4-impl", "last-id-within-horizon-inductive", ("pr-21466", "pr-22610", "all-fixes")): PROVED,
     }
 
 
@@ -677,6 +680,10 @@ def test_no_step_of_an_encoding_proved_by_induction_is_vacuous():
     for fixes in (frozenset(), frozenset({zout.FIX_IDEMPOTENT})):
         v, w = zout.Vars(""), zout.Vars("'")
         assert vacuous_steps(zout.invariant(v), zout.steps(v, w, fixes)) == []
+    for fixes in (frozenset(), fixes_of("v4-impl", zhz.FIX_LAST_ID), fixes_of("v4-impl", zhz.FIX_DISPATCHABLE),
+                  fixes_of("v4-impl", "all-fixes")):
+        v, w = zhz.Vars(""), zhz.Vars("'")
+        assert vacuous_steps(zhz.invariant(v), zhz.steps(v, w, fixes, z3.Int("t"), z3.Int("answer"))) == []
     for fixes in (frozenset(), fixes_of("pip-477", "all-fixes")):
         v, w = zpos.Vars(""), zpos.Vars("'")
         xs = (z3.Const("l", zpos.Ledger), z3.Bool("new"), z3.Int("p"))
@@ -817,6 +824,41 @@ def test_the_outcome_proof_fails_as_written_on_transaction_not_found_needs_its_s
     fixed = frozenset({zout.FIX_IDEMPOTENT})
     drifted = zout.simulation(model, pairs, steps_of=lambda v, w, _: zout.steps(v, w, fixed))
     assert drifted and all(d.startswith("end_not_found(") for d in drifted)
+
+
+HORIZON_CASES = [("as-implemented", "recovery"), ("pr-21466", "recovery"), ("pr-22610", "default"),
+                 ("all-fixes", "tc-restart")]
+HORIZON_CASES += [(v, p) for v in ("as-implemented", *zhz.FIXED)
+                  for p in models.model_class("v4-impl").in_process_presets() if (v, p) not in HORIZON_CASES] \
+    if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", HORIZON_CASES, ids="/".join)
+def test_the_horizon_encoding_simulates_the_v4_impl_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("v4-impl", *case)
+    assert zhz.simulation(model, pairs) == []
+
+
+def test_the_horizon_proof_fails_as_written_on_the_last_entry_needs_its_strengthening_and_catches_drift():
+    """As written the counterexample to induction is an answer at an open txn's entry; with the fix, the
+    strengthening is needed (without the snapshot's part, a recovery from it may miss an open txn); the model as
+    written answers where the fixed encoding does not; and an append that forgets to move maxReadPosition back
+    before the new txn is caught."""
+    cti = verdict_of("v4-impl", "last-id-within-horizon-inductive", ("as-implemented",))
+    assert cti.status == VIOLATED and "--get_last_id-->" in cti.detail
+    weak = zhz.proof(zhz.FIX_LAST_ID, invariant_of=lambda v: z3.And(
+        *[c for name, c in zhz.strengthening(v).items() if name != "the snapshot's position"]))
+    assert weak.status == VIOLATED and "--tb_recover-->" in weak.detail
+    model, pairs = transitions_reached("v4-impl", "as-implemented", "default")
+    fixed = fixes_of("v4-impl", zhz.FIX_LAST_ID)
+    drifted = zhz.simulation(model, pairs, steps_of=lambda v, w, _, t, answer: zhz.steps(v, w, fixed, t, answer))
+    assert drifted and all(d.startswith("get_last_id(") for d in drifted)
+
+    def frozen_append(v, w, fixes, t, answer):
+        out = zhz.steps(v, w, fixes, t, answer)
+        return dict(out, append=z3.And(out["append"], w.max_read == v.max_read))
+    model, pairs = transitions_reached("v4-impl", "pr-21466", "default")
+    assert [d.split("(")[0] for d in zhz.simulation(model, pairs, steps_of=frozen_append)] == ["append"]
 
 
 INTENT_CASES = [(v, p) for v in ("op-intent", "all-fixes") for p in ("failover", "split-merge", "merge-new-sub")]
