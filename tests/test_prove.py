@@ -23,7 +23,7 @@ from pulsar_verify.properties import pip477_build as zbd, pip477_rollback as zrb
 from pulsar_verify.properties import pip477_position as zpos, pip473_forget as zfg, pip473_reap as zrp
 from pulsar_verify.properties import pip468_intent as zoi, pip468_rebalance as zrbl
 from pulsar_verify.properties import v4impl_outcome as zout, v4txn_completes as zend, v4txn_steps as zv4
-from pulsar_verify.properties import v4impl_horizon as zhz
+from pulsar_verify.properties import v4impl_horizon as zhz, v4impl_timeout as zto
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, fixes_of, inductive as induction, \
     same, vacuous_steps
 from pulsar_verify.invariants.pip473 import SYSTEM as PIP473_SYSTEM
@@ -153,6 +153,8 @@ def test_obligation_verdicts():
         ("v4-impl", "told-the-outcome-inductive", ("idempotent-end", "all-fixes")): PROVED,
         ("v4-impl", "last-id-within-horizon-inductive", ("as-implemented",)): VIOLATED,
         ("v4-impl", "last-id-within-horizon-inductive", ("pr-21466", "pr-22610", "all-fixes")): PROVED,
+        ("v4-impl", "open-txn-ends-ranked", ("as-implemented",)): VIOLATED,
+        ("v4-impl", "open-txn-ends-ranked", ("pr-19201", "all-fixes")): PROVED,
     }
 
 
@@ -684,6 +686,9 @@ def test_no_step_of_an_encoding_proved_by_induction_is_vacuous():
                   fixes_of("v4-impl", "all-fixes")):
         v, w = zhz.Vars(""), zhz.Vars("'")
         assert vacuous_steps(zhz.invariant(v), zhz.steps(v, w, fixes, z3.Int("t"), z3.Int("answer"))) == []
+    for fixes in (frozenset(), frozenset({zto.FIX_RECOVERY})):
+        v, w = zto.Vars(""), zto.Vars("'")
+        assert vacuous_steps(zto.invariant(v), zto.steps(v, w, fixes, z3.Bool("lost"))) == []
     for fixes in (frozenset(), fixes_of("pip-477", "all-fixes")):
         v, w = zpos.Vars(""), zpos.Vars("'")
         xs = (z3.Const("l", zpos.Ledger), z3.Bool("new"), z3.Int("p"))
@@ -859,6 +864,38 @@ def test_the_horizon_proof_fails_as_written_on_the_last_entry_needs_its_strength
         return dict(out, append=z3.And(out["append"], w.max_read == v.max_read))
     model, pairs = transitions_reached("v4-impl", "pr-21466", "default")
     assert [d.split("(")[0] for d in zhz.simulation(model, pairs, steps_of=frozen_append)] == ["append"]
+
+
+TIMEOUT_CASES = [("as-implemented", "tc-restart"), ("pr-19201", "tc-restart"), ("all-fixes", "default")]
+TIMEOUT_CASES += [(v, p) for v in ("as-implemented", *zto.FIXED)
+                  for p in models.model_class("v4-impl").in_process_presets() if (v, p) not in TIMEOUT_CASES] \
+    if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", TIMEOUT_CASES, ids="/".join)
+def test_the_timeout_encoding_simulates_the_v4_impl_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("v4-impl", *case)
+    assert zto.simulation(model, pairs) == []
+
+
+def test_the_timeout_ranking_fails_as_written_on_the_lost_timeout_needs_its_invariant_and_catches_drift():
+    """As written the reload loses an open txn's timeout; with the fix, without the invariant the timeout is not
+    known to be enabled; a reload that is never enabled leaves the argument stuck; the model as written takes
+    reloads the fixed encoding has no step for; and a timeout said enabled where the model's is not is caught."""
+    cti = verdict_of("v4-impl", "open-txn-ends-ranked", ("as-implemented",))
+    assert cti.status == VIOLATED and "--tc_reload-->" in cti.detail and "its timeout lost" in cti.detail
+    weak = zto.ends(zto.FIX_RECOVERY, invariant_of=lambda v: v.crashes >= 0)
+    assert weak.status == VIOLATED and weak.detail.startswith("txn_timeout is to be taken but disabled")
+    stuck = zto.ends(zto.FIX_RECOVERY, helpers_of=lambda v: dict(zto.helpers(v), tc_reload=(z3.Not(v.up),
+                                                                                            z3.BoolVal(False))))
+    assert stuck.status == VIOLATED and stuck.detail.startswith("tc_reload is to be taken but disabled")
+    model, pairs = transitions_reached("v4-impl", "as-implemented", "tc-restart")
+    fixed = frozenset({zto.FIX_RECOVERY})
+    drifted = zto.simulation(model, pairs, steps_of=lambda v, w, _, lost: zto.steps(v, w, fixed, lost))
+    assert drifted and all(d.startswith("tc_reload(") for d in drifted)
+    blind = zto.simulation(model, pairs, helpers_of=lambda v: dict(zto.helpers(v), txn_timeout=(
+        v.up, z3.And(v.up, v.tc == zto.T_OPEN))))
+    assert blind and all(d.startswith("txn_timeout: enabled for txn") for d in blind)
 
 
 INTENT_CASES = [(v, p) for v in ("op-intent", "all-fixes") for p in ("failover", "split-merge", "merge-new-sub")]
