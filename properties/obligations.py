@@ -44,15 +44,20 @@ def valid(claim, *, show: Callable[[z3.ModelRef], str] = str, timeout_ms: int = 
     """Whether ``claim`` holds for every value of its free constants: its negation is unsat. Solved in
     a fresh context, so the counterexample is the same whatever Z3 did before in the process (the model
     Z3 picks depends on its context's history: the test order, a review run before)."""
-    ctx = z3.Context()
-    solver = z3.Solver(ctx=ctx)
-    solver.set("timeout", timeout_ms)
-    solver.add(z3.Not(claim).translate(ctx))
-    answer = solver.check()
-    if answer == z3.unsat:
-        return Verdict(PROVED)
-    if answer == z3.sat:
-        return Verdict(VIOLATED, show(solver.model().translate(claim.ctx)))
+    for seed in range(4):  # with quantifiers Z3 may answer unknown under one seed and decide under another
+        ctx = z3.Context()
+        solver = z3.Solver(ctx=ctx)
+        solver.set("timeout", timeout_ms)
+        if seed:
+            solver.set("random_seed", seed)
+        solver.add(z3.Not(claim).translate(ctx))
+        answer = solver.check()
+        if answer == z3.unsat:
+            return Verdict(PROVED)
+        if answer == z3.sat:
+            return Verdict(VIOLATED, show(solver.model().translate(claim.ctx)))
+        if "timeout" in solver.reason_unknown() or "canceled" in solver.reason_unknown():
+            break
     return Verdict(UNKNOWN, solver.reason_unknown())
 
 
