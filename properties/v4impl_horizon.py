@@ -1,31 +1,37 @@
-"""v4-impl ``last-id-within-horizon``: a reader is never told a message is available when the only newer entries are
-those of a transaction not yet ended on the topic, for any length of log, any number of txns, snapshots, crashes and
-reloads (the fixes ``pr-21466`` and ``pr-22610``: apache/pulsar PR #21466 and #22610).
+"""v4-impl: what a topic's ``maxReadPosition`` lets readers and consumers see, for any length of log and any number
+of txns, snapshots, crashes and reloads. Two claims over one encoding:
+- ``last-id-within-horizon`` (the fixes ``pr-21466`` and ``pr-22610``: apache/pulsar PR #21466 and #22610): a
+  reader is never told a message is available when the only newer entries are those of a txn not yet ended on the
+  topic;
+- the part of ``plain-message-delivered`` that ``first-snapshot-catches-up`` is about: a ready buffer with no
+  ongoing txn, not taking its first snapshot, has every plain message at or before ``maxReadPosition``.
 
-The claim is about one topic's ``getLastMessageId``, so the encoding keeps one topic: its log (positions are
-integers; each entry's kind and txn, 0 for a plain message), which txns have a marker in it, whether the topic is
-loaded and its buffer ready, the buffer's phase (Ready, NoSnapshot, FirstSnapshotting), its ongoing txns with the
-position of each one's first entry (-1: not ongoing) and its aborted set, the stored ``maxReadPosition``, and the
-snapshot (its position and aborted set). Its steps, from ``models/v4impl`` (``recovery``, ``first_snapshot``,
-``low_water``, ``reader``) and ``models/v4txn/buffer.py``: the topic load, the buffer's recovery (from the snapshot
-and the log after it, or to NoSnapshot), a plain publish, a transactional append, a marker (END_TXN_ON_PARTITION and
-the low water mark's abort), a crash, a snapshot, the first snapshot's start and completion, and the broker's answer
-to ``getLastMessageId``. Where the model computes ``maxReadPosition`` from the buffer (before its first ongoing
-txn, else the last entry) the step admits any position at or below that; the recovery's rebuilt buffer is admitted
-when every txn with an entry after the snapshot, in neither the snapshot's aborted set nor marked, is ongoing from
-at most its first such entry, every ongoing txn's first position is after the snapshot, and its aborted txns are
-the snapshot's or marked. Each admits the model's step and
-more, so a proof over the steps holds for the model; ``simulation`` checks on every reachable state, for each
-topic, that each model step is one of them.
+The encoding keeps one topic: its log (positions are integers; each entry's kind and txn, 0 for a plain message),
+which txns have a marker in it, whether the topic is loaded and its buffer ready, the buffer's phase (Ready,
+NoSnapshot, FirstSnapshotting), its ongoing txns with the position of each one's first entry (-1: not ongoing) and
+its aborted set, the stored ``maxReadPosition``, and the snapshot (its position and aborted set). Its steps, from
+``models/v4impl`` (``recovery``, ``first_snapshot``, ``low_water``, ``reader``) and ``models/v4txn/buffer.py``:
+the topic load, the buffer's recovery (from the snapshot and the log after it, or to NoSnapshot), a plain publish,
+a transactional append, a marker (END_TXN_ON_PARTITION and the low water mark's abort), a crash, a snapshot, the
+first snapshot's start and completion, and the broker's answer to ``getLastMessageId``. Where the buffer moves
+``maxReadPosition`` (before its first ongoing txn, else the last entry) the step admits any position at or before
+every ongoing txn's first, and the last entry when none is ongoing; where it takes a snapshot, any position at or
+before every ongoing txn's first; the recovery's rebuilt buffer is admitted when every txn with an entry after the
+snapshot, in neither the snapshot's aborted set nor marked, is ongoing from at most its first such entry, every
+ongoing txn's first position is after the snapshot, and its aborted txns are the snapshot's or marked. Each admits
+the model's step and more, so a proof over the steps holds for the model; ``simulation`` checks on every reachable
+state, for each topic, that each model step is one of them.
 
-The claim, the ``get_last_id`` step's: every entry at or before the answer that is of a txn is of a marked one.
-Strengthened to be inductive: ``maxReadPosition`` is at most the last entry; in a ready buffer every entry of an
+The first claim, the ``get_last_id`` step's: every entry at or before the answer that is of a txn is of a marked
+one. Strengthened to be inductive: ``maxReadPosition`` is at most the last entry; in a ready buffer every entry of an
 unmarked txn is of an ongoing one, at or after its first position, and ``maxReadPosition`` is before every ongoing
 txn's first position; the aborted sets hold marked txns only; without a snapshot the log holds no txn's entry, and
 with one, every txn entry at or before its position is of a marked txn; the buffer's phase is Ready whenever there
 is a snapshot. Inductive with either fix. As written, the answer is the last entry whatever the buffer holds, and the
-counterexample to induction is an answer at the first entry of an open txn (the finding
-``reader-told-available-for-open-txn``).
+counterexample to induction is an answer at an open txn's entry while the buffer recovers (the finding
+``reader-told-available-for-open-txn``). The second claim is inductive with the bounds and phases above and the
+fix; as written, the first snapshot's completion leaves the plain messages published meanwhile beyond
+``maxReadPosition`` (the second path of ``late-send-after-markerless-abort-blocks-topic``).
 """
 from __future__ import annotations
 
@@ -49,6 +55,10 @@ FIXED = tuple(v for v in V4Impl.variant_names()
               if v in with_fix("v4-impl", FIX_LAST_ID) + with_fix("v4-impl", FIX_DISPATCHABLE))  # the model's order
 SECTION = ("apache/pulsar PR #21466: getLastMessageIds 'should return the max read position instead of "
            "lastConfirmedEntry'; PR #22610; TopicTransactionBuffer's maxReadPosition")
+CATCH_UP = with_fix("v4-impl", FIX_CATCH_UP)
+SECTION_CATCH_UP = ("TopicTransactionBuffer: updateMaxReadPositionAfterRecovery; the first snapshot's "
+                    "changeToReadyStateFromNoSnapshot (this model's finding "
+                    "late-send-after-markerless-abort-blocks-topic, its second path)")
 INT = z3.IntSort()
 
 
@@ -86,6 +96,12 @@ def below_ongoing(v: Vars, position) -> z3.BoolRef:
     return z3.And(position <= v.n - 1, z3.ForAll([x], z3.Implies(v.opos[x] >= 0, position < v.opos[x])))
 
 
+def moved(w: Vars) -> z3.BoolRef:
+    """The buffer's ``updateMaxReadPosition`` has put ``maxReadPosition`` at or before its first ongoing txn's
+    first position, and at the last entry when none is ongoing (the model's ``moved``)."""
+    return z3.And(below_ongoing(w, w.max_read), z3.Implies(no_ongoing(w), w.max_read == w.n - 1))
+
+
 def no_ongoing(v: Vars) -> z3.BoolRef:
     x = _x()
     return z3.ForAll([x], v.opos[x] < 0)
@@ -103,7 +119,7 @@ def steps(v: Vars, w: Vars, fixes, t, answer) -> dict:
         return z3.And(t != 0, *appended(kind, t), w.marked == z3.Store(v.marked, t, True),
                       w.opos == z3.Store(v.opos, t, -1),
                       w.aborted == (z3.Store(v.aborted, t, True) if z3.eq(kind, K_ABORT) else v.aborted),
-                      below_ongoing(w, w.max_read), *v.keep(w, "n", "kind", "txn", "marked", "opos", "aborted",
+                      moved(w), *v.keep(w, "n", "kind", "txn", "marked", "opos", "aborted",
                                                             "max_read"))
     moves = z3.And(v.ready, no_ongoing(v), v.phase != P_FIRST)
     rebuilt = z3.ForAll([x], z3.Implies(
@@ -122,7 +138,7 @@ def steps(v: Vars, w: Vars, fixes, t, answer) -> dict:
         "topic_load": z3.And(z3.Not(v.loaded), w.loaded, w.max_read == v.n - 1, *v.keep(w, "loaded", "max_read")),
         "tb_recover": z3.And(v.loaded, z3.Not(v.ready), w.ready, z3.If(
             v.snap,
-            z3.And(rebuilt, aborted_from, after_snapshot, below_ongoing(w, w.max_read), w.phase == v.phase,
+            z3.And(rebuilt, aborted_from, after_snapshot, moved(w), w.phase == v.phase,
                    *v.keep(w, "ready", "opos", "aborted", "max_read", "phase")),
             z3.And(w.phase == P_NO_SNAPSHOT, w.opos == z3.K(INT, z3.IntVal(-1)), w.aborted == z3.K(INT, False),
                    w.max_read == v.n - 1, *v.keep(w, "ready", "phase", "opos", "aborted", "max_read")))),
@@ -130,7 +146,7 @@ def steps(v: Vars, w: Vars, fixes, t, answer) -> dict:
                               *v.keep(w, "n", "kind", "txn", "max_read")),
         "append": z3.And(v.ready, v.phase == P_READY, t != 0, *appended(K_DATA, t), z3.If(
             z3.Or(v.aborted[t], v.opos[t] >= 0), z3.And(*v.keep(w, "n", "kind", "txn")),
-            z3.And(w.opos == z3.Store(v.opos, t, v.n), below_ongoing(w, w.max_read),
+            z3.And(w.opos == z3.Store(v.opos, t, v.n), moved(w),
                    *v.keep(w, "n", "kind", "txn", "opos", "max_read")))),
         "end_on_partition": z3.And(v.ready, z3.Or(marker(K_COMMIT), marker(K_ABORT))),
         "lwm_abort": z3.And(v.ready, v.opos[t] >= 0, marker(K_ABORT)),
@@ -182,16 +198,37 @@ def invariant(v: Vars) -> z3.BoolRef:
     return z3.And(*strengthening(v).values())
 
 
+def plain_readable(v: Vars) -> z3.BoolRef:
+    """The claim of ``first-snapshot-catches-up``: a ready buffer with nothing ongoing, not taking its first
+    snapshot, lets every plain message be read (each is at or before ``maxReadPosition``)."""
+    x = _x()
+    return z3.Implies(z3.And(v.ready, v.phase != P_FIRST, no_ongoing(v)), z3.ForAll([x], z3.Implies(
+        z3.And(x >= 0, x < v.n, v.kind[x] == K_DATA, v.txn[x] == 0), x <= v.max_read)))
+
+
+def idle_proof(variant: str, invariant_of=plain_readable) -> Verdict:
+    """``plain_readable`` holds initially and is kept by every step, for one topic."""
+    v, w = Vars(""), Vars("'")
+    parts = lambda u: z3.And(invariant_of(u), strengthening(u)["bounds"], strengthening(u)["phases"])  # noqa: E731
+    return inductive(_init(v), parts(v), parts(w), steps(v, w, fixes_of("v4-impl", variant), z3.Int("txn"),
+                                                         z3.Int("answer")),
+                     before=lambda m: describe(m, v), after=lambda m: describe(m, w))
+
+
+def _init(v: Vars) -> z3.BoolRef:
+    return z3.And(v.n == 0, z3.Not(v.loaded), z3.Not(v.ready), v.phase == P_READY, v.opos == z3.K(INT, z3.IntVal(-1)),
+                  v.aborted == z3.K(INT, False), v.marked == z3.K(INT, False), v.max_read == -1, z3.Not(v.snap),
+                  v.snap_aborted == z3.K(INT, False))
+
+
 def proof(variant: str, invariant_of=invariant, steps_of=steps) -> Verdict:
     """The claim of every ``get_last_id`` step, from the invariant, which holds initially and is kept by every
     step, for one topic (so for any number of them)."""
     v, w = Vars(""), Vars("'")
     t, answer = z3.Int("txn"), z3.Int("answer")
-    init = z3.And(v.n == 0, z3.Not(v.loaded), z3.Not(v.ready), v.phase == P_READY, v.opos == z3.K(INT, z3.IntVal(-1)),
-                  v.aborted == z3.K(INT, False), v.marked == z3.K(INT, False), v.max_read == -1, z3.Not(v.snap),
-                  v.snap_aborted == z3.K(INT, False))
-    return inductive(init, invariant_of(v), invariant_of(w), steps_of(v, w, fixes_of("v4-impl", variant), t, answer),
-                     before=lambda m: describe(m, v), after=lambda m: describe(m, w),
+    return inductive(_init(v), invariant_of(v), invariant_of(w),
+                     steps_of(v, w, fixes_of("v4-impl", variant), t, answer), before=lambda m: describe(m, v),
+                     after=lambda m: describe(m, w),
                      also=lambda label: within_horizon(v, answer) if label == "get_last_id" else z3.BoolVal(True))
 
 
@@ -212,7 +249,7 @@ def describe(m: z3.ModelRef, v: Vars) -> str:
               f"{f'ready ({e(v.phase)})' if z3.is_true(e(v.ready)) else 'recovering'}, ongoing {ongoing}, "
               f"maxReadPosition {e(v.max_read)}")
     snap = f"snapshot at {e(v.snap_pos)}" if z3.is_true(e(v.snap)) else "no snapshot"
-    return f"{{log [{log}]; buffer {buffer}; {snap}}}"
+    return f"{{log of {n} [{log}]; buffer {buffer}; {snap}}}"
 
 
 def _view(s, topic: int) -> tuple:
@@ -275,6 +312,16 @@ def simulation(model, pairs, steps_of=steps) -> list[str]:
 
 
 OBLIGATIONS = [
+    Obligation("v4-impl", "plain-readable-inductive", "A ready buffer with no ongoing txn, not taking its first "
+               "snapshot, has every plain message at or before maxReadPosition, for any length of log and any number "
+               "of txns, snapshots and crashes: the first snapshot's completion leaves maxReadPosition where it was "
+               "(the part of plain-message-delivered the fix is about)", SECTION_CATCH_UP,
+               lambda: idle_proof(BASELINE), (BASELINE,)),
+    Obligation("v4-impl", "plain-readable-inductive", "A ready buffer with no ongoing txn, not taking its first "
+               "snapshot, has every plain message at or before maxReadPosition, for any length of log and any number "
+               "of txns, snapshots and crashes, the first snapshot's completion catching maxReadPosition up (the part "
+               "of plain-message-delivered the fix is about)", SECTION_CATCH_UP,
+               lambda: all_of(idle_proof(x) for x in CATCH_UP), CATCH_UP),
     Obligation("v4-impl", "last-id-within-horizon-inductive", "A reader is never told a message is available when "
                "the only newer entries are an open txn's, for any length of log and any number of txns, snapshots "
                "and crashes: getLastMessageId answering the last confirmed entry", SECTION,

@@ -152,6 +152,8 @@ def test_obligation_verdicts():
         ("v4-impl", "told-the-outcome-inductive", ("as-implemented",)): VIOLATED,
         ("v4-impl", "told-the-outcome-inductive", ("idempotent-end", "all-fixes")): PROVED,
         ("v4-impl", "last-id-within-horizon-inductive", ("as-implemented",)): VIOLATED,
+        ("v4-impl", "plain-readable-inductive", ("as-implemented",)): VIOLATED,
+        ("v4-impl", "plain-readable-inductive", ("first-snapshot-catches-up", "all-fixes")): PROVED,
         ("v4-impl", "last-id-within-horizon-inductive", ("pr-21466", "pr-22610", "all-fixes")): PROVED,
         ("v4-impl", "open-txn-ends-ranked", ("as-implemented",)): VIOLATED,
         ("v4-impl", "open-txn-ends-ranked", ("pr-19201", "all-fixes")): PROVED,
@@ -832,8 +834,8 @@ def test_the_outcome_proof_fails_as_written_on_transaction_not_found_needs_its_s
 
 
 HORIZON_CASES = [("as-implemented", "recovery"), ("pr-21466", "recovery"), ("pr-22610", "default"),
-                 ("all-fixes", "tc-restart")]
-HORIZON_CASES += [(v, p) for v in ("as-implemented", *zhz.FIXED)
+                 ("first-snapshot-catches-up", "default"), ("all-fixes", "tc-restart")]
+HORIZON_CASES += [(v, p) for v in ("as-implemented", *zhz.FIXED, *zhz.CATCH_UP)
                   for p in models.model_class("v4-impl").in_process_presets() if (v, p) not in HORIZON_CASES] \
     if NIGHTLY else []
 
@@ -864,6 +866,18 @@ def test_the_horizon_proof_fails_as_written_on_the_last_entry_needs_its_strength
         return dict(out, append=z3.And(out["append"], w.max_read == v.max_read))
     model, pairs = transitions_reached("v4-impl", "pr-21466", "default")
     assert [d.split("(")[0] for d in zhz.simulation(model, pairs, steps_of=frozen_append)] == ["append"]
+
+
+def test_the_plain_readable_proof_fails_as_written_on_the_first_snapshot_and_catches_a_model_without_the_catch_up():
+    """As written the first snapshot's completion leaves plain messages published meanwhile beyond
+    maxReadPosition; with the fix the claim is inductive; and the model as written completes first snapshots the
+    fixed encoding has no step for."""
+    cti = verdict_of("v4-impl", "plain-readable-inductive", ("as-implemented",))
+    assert cti.status == VIOLATED and "--first_snapshot_written-->" in cti.detail
+    model, pairs = transitions_reached("v4-impl", "as-implemented", "default")
+    fixed = fixes_of("v4-impl", zhz.FIX_CATCH_UP)
+    drifted = zhz.simulation(model, pairs, steps_of=lambda v, w, _, t, answer: zhz.steps(v, w, fixed, t, answer))
+    assert drifted and all(d.startswith("first_snapshot_written(") for d in drifted)
 
 
 TIMEOUT_CASES = [("as-implemented", "tc-restart"), ("pr-19201", "tc-restart"), ("all-fixes", "default")]
