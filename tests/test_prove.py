@@ -23,7 +23,7 @@ from pulsar_verify.properties import pip477_build as zbd, pip477_rollback as zrb
 from pulsar_verify.properties import pip477_position as zpos, pip473_forget as zfg, pip473_reap as zrp
 from pulsar_verify.properties import pip468_intent as zoi, pip468_rebalance as zrbl
 from pulsar_verify.properties import v4impl_outcome as zout, v4txn_completes as zend, v4txn_steps as zv4
-from pulsar_verify.properties import v4impl_horizon as zhz, v4impl_timeout as zto
+from pulsar_verify.properties import v4impl_abort as zab, v4impl_horizon as zhz, v4impl_timeout as zto
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, fixes_of, inductive as induction, \
     same, vacuous_steps
 from pulsar_verify.invariants.pip473 import SYSTEM as PIP473_SYSTEM
@@ -157,6 +157,8 @@ def test_obligation_verdicts():
         ("v4-impl", "last-id-within-horizon-inductive", ("pr-21466", "pr-22610", "all-fixes")): PROVED,
         ("v4-impl", "open-txn-ends-ranked", ("as-implemented",)): VIOLATED,
         ("v4-impl", "open-txn-ends-ranked", ("pr-19201", "all-fixes")): PROVED,
+        ("v4-impl", "abort-recorded-inductive", ("as-implemented",)): VIOLATED,
+        ("v4-impl", "abort-recorded-inductive", ("abort-marker-always", "all-fixes")): PROVED,
     }
 
 
@@ -688,6 +690,9 @@ def test_no_step_of_an_encoding_proved_by_induction_is_vacuous():
                   fixes_of("v4-impl", "all-fixes")):
         v, w = zhz.Vars(""), zhz.Vars("'")
         assert vacuous_steps(zhz.invariant(v), zhz.steps(v, w, fixes, z3.Int("t"), z3.Int("answer"))) == []
+    for fixes in (frozenset(), frozenset({zab.FIX})):
+        v, w = zab.Vars(""), zab.Vars("'")
+        assert vacuous_steps(zab.recorded(v), zab.steps(v, w, fixes)) == []
     for fixes in (frozenset(), frozenset({zto.FIX_RECOVERY})):
         v, w = zto.Vars(""), zto.Vars("'")
         assert vacuous_steps(zto.invariant(v), zto.steps(v, w, fixes, z3.Bool("lost"))) == []
@@ -910,6 +915,28 @@ def test_the_timeout_ranking_fails_as_written_on_the_lost_timeout_needs_its_inva
     blind = zto.simulation(model, pairs, helpers_of=lambda v: dict(zto.helpers(v), txn_timeout=(
         v.up, z3.And(v.up, v.tc == zto.T_OPEN))))
     assert blind and all(d.startswith("txn_timeout: enabled for txn") for d in blind)
+
+
+ABORT_CASES = [("as-implemented", "default"), ("abort-marker-always", "default"), ("all-fixes", "recovery")]
+ABORT_CASES += [(v, p) for v in ("as-implemented", *zab.FIXED)
+                for p in models.model_class("v4-impl").in_process_presets() if (v, p) not in ABORT_CASES] \
+    if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", ABORT_CASES, ids="/".join)
+def test_the_abort_encoding_simulates_the_v4_impl_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("v4-impl", *case)
+    assert zab.simulation(model, pairs) == []
+
+
+def test_the_abort_proof_fails_as_written_on_the_markerless_abort_and_catches_drift():
+    """As written the counterexample to induction is the abort acknowledged without a marker, and the model as
+    written acknowledges aborts the fixed encoding has no step for."""
+    cti = verdict_of("v4-impl", "abort-recorded-inductive", ("as-implemented",))
+    assert cti.status == VIOLATED and "--abort_without_marker-->" in cti.detail
+    model, pairs = transitions_reached("v4-impl", "as-implemented", "default")
+    drifted = zab.simulation(model, pairs, steps_of=lambda v, w, _: zab.steps(v, w, frozenset({zab.FIX})))
+    assert drifted and all(d.startswith("abort_without_marker(") for d in drifted)
 
 
 INTENT_CASES = [(v, p) for v in ("op-intent", "all-fixes") for p in ("failover", "split-merge", "merge-new-sub")]
