@@ -9,7 +9,7 @@ def registry() -> list:
                    pip473_forget, pip473_header, pip473_late_write, pip473_reap, pip473_steps, pip477_active,
                    pip477_build, pip477_cursor, pip477_idgen, pip477_position, pip477_registry, pip477_reserved,
                    pip477_rollback, pip477_schema, pip477_stamps, pip477_steps, v4impl_abort, v4impl_horizon,
-                   v4impl_outcome, v4impl_timeout, v4txn_completes, v4txn_steps)
+                   v4impl_outcome, v4impl_pending, v4impl_timeout, v4txn_completes, v4txn_steps)
     return [*pip473_header.OBLIGATIONS, *pip473_acks.OBLIGATIONS, *pip473_dispatch.OBLIGATIONS,
             *pip473_late_write.OBLIGATIONS, *pip473_forget.OBLIGATIONS, *pip473_reap.OBLIGATIONS,
             *pip473_steps.OBLIGATIONS, *layout.OBLIGATIONS,
@@ -22,7 +22,7 @@ def registry() -> list:
             *pip477_rollback.OBLIGATIONS, *pip477_build.OBLIGATIONS, *pip477_position.OBLIGATIONS,
             *pip477_steps.OBLIGATIONS, *v4txn_steps.OBLIGATIONS, *v4txn_completes.OBLIGATIONS,
             *v4impl_outcome.OBLIGATIONS, *v4impl_horizon.OBLIGATIONS, *v4impl_timeout.OBLIGATIONS,
-            *v4impl_abort.OBLIGATIONS]
+            *v4impl_abort.OBLIGATIONS, *v4impl_pending.OBLIGATIONS]
 
 
 def step_encodings() -> list:

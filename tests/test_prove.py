@@ -24,6 +24,7 @@ from pulsar_verify.properties import pip477_position as zpos, pip473_forget as z
 from pulsar_verify.properties import pip468_intent as zoi, pip468_rebalance as zrbl
 from pulsar_verify.properties import v4impl_outcome as zout, v4txn_completes as zend, v4txn_steps as zv4
 from pulsar_verify.properties import v4impl_abort as zab, v4impl_horizon as zhz, v4impl_timeout as zto
+from pulsar_verify.properties import v4impl_pending as zpa
 from pulsar_verify.properties.obligations import PROVED, VIOLATED, explorer_depth, fixes_of, inductive as induction, \
     same, vacuous_steps
 from pulsar_verify.invariants.pip473 import SYSTEM as PIP473_SYSTEM
@@ -159,6 +160,8 @@ def test_obligation_verdicts():
         ("v4-impl", "open-txn-ends-ranked", ("pr-19201", "all-fixes")): PROVED,
         ("v4-impl", "abort-recorded-inductive", ("as-implemented",)): VIOLATED,
         ("v4-impl", "abort-recorded-inductive", ("abort-marker-always", "all-fixes")): PROVED,
+        ("v4-impl", "ended-txn-releases-acks-inductive", ("as-implemented",)): VIOLATED,
+        ("v4-impl", "ended-txn-releases-acks-inductive", ("ack-after-end-rejected", "all-fixes")): PROVED,
     }
 
 
@@ -690,6 +693,9 @@ def test_no_step_of_an_encoding_proved_by_induction_is_vacuous():
                   fixes_of("v4-impl", "all-fixes")):
         v, w = zhz.Vars(""), zhz.Vars("'")
         assert vacuous_steps(zhz.invariant(v), zhz.steps(v, w, fixes, z3.Int("t"), z3.Int("answer"))) == []
+    for fixes in (frozenset(), frozenset({zpa.FIX_ENDED})):
+        v, w = zpa.Vars(""), zpa.Vars("'")
+        assert vacuous_steps(zpa.invariant(v), zpa.steps(v, w, fixes)) == []
     for fixes in (frozenset(), frozenset({zab.FIX})):
         v, w = zab.Vars(""), zab.Vars("'")
         assert vacuous_steps(zab.recorded(v), zab.steps(v, w, fixes)) == []
@@ -937,6 +943,31 @@ def test_the_abort_proof_fails_as_written_on_the_markerless_abort_and_catches_dr
     model, pairs = transitions_reached("v4-impl", "as-implemented", "default")
     drifted = zab.simulation(model, pairs, steps_of=lambda v, w, _: zab.steps(v, w, frozenset({zab.FIX})))
     assert drifted and all(d.startswith("abort_without_marker(") for d in drifted)
+
+
+PENDING_CASES = [("as-implemented", "ack-timeout"), ("ack-after-end-rejected", "ack-timeout"), ("all-fixes", "shared")]
+PENDING_CASES += [(v, p) for v in ("as-implemented", *zpa.FIXED)
+                  for p in models.model_class("v4-impl").in_process_presets() if (v, p) not in PENDING_CASES] \
+    if NIGHTLY else []
+
+
+@pytest.mark.parametrize("case", PENDING_CASES, ids="/".join)
+def test_the_pending_ack_encoding_simulates_the_v4_impl_model_on_every_reachable_state(case):
+    model, pairs = transitions_reached("v4-impl", *case)
+    assert zpa.simulation(model, pairs) == []
+
+
+def test_the_pending_ack_proof_fails_as_written_on_the_late_ack_needs_its_strengthening_and_catches_drift():
+    """As written the counterexample to induction is an ack stored and held pending after the subscription ended
+    its txn; with the fix, the claim alone is not inductive (the handle's recovery would make the txn pending from
+    a record after its marker); and the model as written stores late acks the fixed encoding refuses."""
+    cti = verdict_of("v4-impl", "ended-txn-releases-acks-inductive", ("as-implemented",))
+    assert cti.status == VIOLATED and "--ack_pending-->" in cti.detail
+    weak = zpa.proof(zpa.FIX_ENDED, invariant_of=zpa.released)
+    assert weak.status == VIOLATED and "--tb_recover-->" in weak.detail
+    model, pairs = transitions_reached("v4-impl", "as-implemented", "ack-timeout")
+    drifted = zpa.simulation(model, pairs, steps_of=lambda v, w, _: zpa.steps(v, w, frozenset({zpa.FIX_ENDED})))
+    assert drifted and {d.split("(")[0] for d in drifted} <= {"ack_pending", "ack_conflict"}
 
 
 INTENT_CASES = [(v, p) for v in ("op-intent", "all-fixes") for p in ("failover", "split-merge", "merge-new-sub")]
