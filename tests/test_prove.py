@@ -153,9 +153,9 @@ def test_obligation_verdicts():
         ("v4-impl", "told-the-outcome-inductive", ("as-implemented",)): VIOLATED,
         ("v4-impl", "told-the-outcome-inductive", ("idempotent-end", "all-fixes")): PROVED,
         ("v4-impl", "last-id-within-horizon-inductive", ("as-implemented",)): VIOLATED,
+        ("v4-impl", "last-id-within-horizon-inductive", ("pr-21466", "pr-22610", "all-fixes")): PROVED,
         ("v4-impl", "plain-readable-inductive", ("as-implemented",)): VIOLATED,
         ("v4-impl", "plain-readable-inductive", ("first-snapshot-catches-up", "all-fixes")): PROVED,
-        ("v4-impl", "last-id-within-horizon-inductive", ("pr-21466", "pr-22610", "all-fixes")): PROVED,
         ("v4-impl", "open-txn-ends-ranked", ("as-implemented",)): VIOLATED,
         ("v4-impl", "open-txn-ends-ranked", ("pr-19201", "all-fixes")): PROVED,
         ("v4-impl", "abort-recorded-inductive", ("as-implemented",)): VIOLATED,
@@ -819,9 +819,9 @@ def test_the_end_txn_ranking_fails_as_written_on_the_rejected_marker_needs_its_i
 
 
 OUTCOME_CASES = [("as-implemented", "tc-restart"), ("idempotent-end", "tc-restart"), ("all-fixes", "default")]
-OUTCOME_CASES += [(v, p) for v in ("as-implemented", "idempotent-end", "all-fixes")
-                  for p in models.model_class("v4-impl").in_process_presets()
-                  if (v, p) not in OUTCOME_CASES] if NIGHTLY else []
+OUTCOME_CASES += [(v, p) for v in ("as-implemented", *zout.FIXED)
+                  for p in models.model_class("v4-impl").in_process_presets() if (v, p) not in OUTCOME_CASES] \
+    if NIGHTLY else []
 
 
 @pytest.mark.parametrize("case", OUTCOME_CASES, ids="/".join)
