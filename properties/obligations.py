@@ -56,8 +56,9 @@ def _seeded(solver: z3.Solver, seed: int) -> z3.Solver:
 
 def valid(claim, *, show: Callable[[z3.ModelRef], str] = str, timeout_ms: int = 60_000) -> Verdict:
     """Whether ``claim`` holds for every value of its free constants: its negation is unsat. Solved in
-    a fresh context, so the counterexample is the same whatever Z3 did before in the process (the model
-    Z3 picks depends on its context's history: the test order, a review run before)."""
+    a fresh context, so the counterexample does not depend on the queries Z3 solved before in the process
+    (the model Z3 picks depends on its context's history: the test order, a review run before); what still
+    does, the order the claim's terms were made in, ``_ATTEMPTS`` is for."""
     for attempt in _ATTEMPTS:
         ctx = z3.Context()
         solver = attempt(ctx)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import z3
 
+from pulsar_verify.invariants.v4impl import FAILED as NOT_COMMITTED
 from pulsar_verify.models.v4impl.coordinator_restart import (FIX_IDEMPOTENT, HELD, INVALID, NOT_FOUND, REPLY,
                                                                RETRYING, TIMEOUT)
 from pulsar_verify.models.v4impl.model import BASELINE
@@ -52,7 +53,7 @@ ANSWER = {"": A_NONE, COMMITTED: A_COMMITTED, ABORTED: A_ABORTED, NOT_FOUND: A_N
           TIMEOUT: A_TIMEOUT}
 REQUEST = {None: R_NONE, HELD: R_HELD, RETRYING: R_RETRYING, REPLY: R_REPLY}
 TOLD = ("phase", "outcome", "request", "answer", "want")  # what the client's end being told changes
-FAILED = (A_ABORTED, A_NOT_FOUND, A_INVALID)  # what the application takes for "not committed" (invariants/v4impl)
+FAILED = tuple(ANSWER[x] for x in sorted(NOT_COMMITTED))  # what the application takes for "not committed"
 FIXED = with_fix("v4-impl", FIX_IDEMPOTENT)
 SECTION = ("apache/pulsar #19629 'Throw exception though transaction committed successfully'; PIP-255; the Pulsar "
            "client API: Transaction.commit() completes exceptionally when the transaction did not commit")
