@@ -101,13 +101,13 @@ def _expression(text: str) -> Callable:
         code = compile(text, "<target-expr>", "eval")
     except SyntaxError as exc:
         raise UsageError(f"--target-expr {text!r}: {exc.msg} (column {exc.offset})") from None
-    scope = {"__builtins__": builtins}
 
     def holds(m, s) -> bool:
+        # the names as globals, not locals: a comprehension's or lambda's own scope sees globals only
         env = {f.name: getattr(s, f.name) for f in attrs.fields(type(s))}
-        env.update(s=s, m=m, config=m.config)
+        env.update(s=s, m=m, config=m.config, __builtins__=builtins)
         try:
-            return bool(eval(code, scope, env))
+            return bool(eval(code, env))
         except Exception as exc:  # the user's expression: a bad request, not an internal error
             raise UsageError(f"--target-expr {text!r}: {type(exc).__name__}: {exc}") from None
     return holds

@@ -58,6 +58,14 @@ def test_target_expression_and_via_give_the_shortest_matching_trace():
     assert best == via.length
 
 
+def test_target_expression_sees_the_state_inside_comprehensions_and_lambdas():
+    """The state's fields are names of the whole expression, a nested comprehension's and a lambda's too."""
+    nested = reach("toy-lock", expr="sum(1 for p in pc if p == 'critical' and any(q == p for q in pc)) == 2")
+    assert nested.reached and nested.length == 6
+    lam = reach("toy-lock", expr="(lambda: lock is not None and pc[lock] == 'critical')()")
+    assert lam.reached and lam.labels == ["request", "check", "take"]
+
+
 def test_unreachable_and_bounded_searches_say_which_they_are():
     r = reach("toy-lock", expr="len(pc) > 2")
     assert not r.reached and r.complete
