@@ -186,7 +186,7 @@ class Compiled:
 
 def reachable(model) -> list:
     """(depth, state, its transitions) of every state the model reaches, breadth first; a state that breaks an
-    invariant is kept, with its transitions, but not expanded, as the explorer does."""
+    invariant is expanded like any other, as the explorer does."""
     seen = set(model.init_states())
     out, frontier, depth = [], list(seen), 0
     while frontier:
@@ -194,11 +194,10 @@ def reachable(model) -> list:
         for s in frontier:
             transitions = list(model.successors(s))
             out.append((depth, s, transitions))
-            if all(p.check(model, s) for p in model.invariants):
-                for _, t in transitions:
-                    if t not in seen:
-                        seen.add(t)
-                        nxt.append(t)
+            for _, t in transitions:
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
         frontier, depth = nxt, depth + 1
     return out
 

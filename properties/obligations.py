@@ -448,44 +448,28 @@ class StepEncoding:
         """Action label -> formula from ``v`` to ``w``."""
         return {label: z3.And(guard, same(v, w, changes)) for label, (guard, changes) in self.actions(v).items()}
 
-    def expandable(self, v, among=None):
-        """What a state satisfies for a run to go on from it: the explorer expands no state that
-        breaks an invariant it checks (those in ``among``, or all), so neither does a run here."""
-        checked = [self.invariant(p, v) for p in self.invariants if among is None or p in among]
-        return z3.And(*checked) if checked else z3.BoolVal(True)
-
-    def check(self, k: int, only=None, lassos: int | None = None, alone: bool = False) -> dict:
+    def check(self, k: int, only=None, lassos: int | None = None) -> dict:
         """Each property's (or those in ``only``) shortest breaking run of up to ``k`` steps (for
         the leads-to properties a lasso, of up to ``lassos`` steps where given):
-        ``shortest_counterexamples``. ``alone``: as the explorer checking only the properties in
-        ``only``, which expands the states breaking any other."""
+        ``shortest_counterexamples``. A run goes on through states that break an invariant, as the
+        explorer expands them: each verdict speaks of every run within ``k`` steps."""
         states = [self.vars(f"@{i}") for i in range(k + 1)]
         solver = z3.Solver()
         solver.add(self.init(states[0]))
-        among = tuple(only) if alone else None
         breaks = {p: lambda i, label, p=p: self.breaks(p, states[i], label, states[i + 1])
                   for p in self.properties if only is None or p in only}
-        stuck = {p: lambda v, p=p: z3.And(self.stuck(p, v), self.expandable(v, among))
-                 for p in self.liveness if only is None or p in only}
-        return shortest_counterexamples(solver, states, self.vars("@loop"),
-                                        lambda i: self.expanding(states[i], among), same, breaks, stuck, self.fair,
-                                        lassos)
+        stuck = {p: lambda v, p=p: self.stuck(p, v) for p in self.liveness if only is None or p in only}
+        return shortest_counterexamples(solver, states, self.vars("@loop"), lambda i: self.actions(states[i]), same,
+                                        breaks, stuck, self.fair, lassos)
 
-    def expanding(self, v, among=None) -> dict:
-        """The actions from ``v``, each taken only if a run goes on from ``v`` (``expandable``)."""
-        ok = self.expandable(v, among)
-        return {label: (z3.And(ok, guard), changes) for label, (guard, changes) in self.actions(v).items()}
-
-    def run_of(self, k: int, prop: str, alone: bool = False, labels: list | None = None) -> list | None:
+    def run_of(self, k: int, prop: str, labels: list | None = None) -> list | None:
         """The labels of a run of exactly ``k`` steps (those ``labels``, where given) reaching a state
-        that breaks the invariant ``prop`` (``alone``: as the explorer checking only it), or None: one
-        satisfiability query, which finds a run of a given length far faster than ``check`` shows
-        that none is shorter."""
+        that breaks the invariant ``prop``, or None: one satisfiability query, which finds a run of a
+        given length far faster than ``check`` shows that none is shorter."""
         states = [self.vars(f"@{i}") for i in range(k + 1)]
         solver = z3.Solver()
         solver.add(self.init(states[0]))
-        chosen = [_functional_step(solver, i, self.expanding(states[i], (prop,) if alone else None), states[i],
-                                   states[i + 1]) for i in range(k)]
+        chosen = [_functional_step(solver, i, self.actions(states[i]), states[i], states[i + 1]) for i in range(k)]
         for (choice, names), label in zip(chosen, labels or ()):
             solver.add(choice == names.index(label) if label in names else z3.BoolVal(False))
         solver.add(z3.Not(self.invariant(prop, states[k])))

@@ -301,10 +301,10 @@ def human_summary(model, r: Result) -> str:
         lines.append("  NEVER FIRED (check the model): " + ", ".join(r.never_fired))
     if model.liveness and not r.liveness_checked:
         lines.append("  liveness: not checked (exploration incomplete, or --no-liveness)")
-    failed = {v.prop.id for v in r.violations}
     for pid, _ in r.properties:
-        verdict = "VIOLATED" if pid in failed else "holds   " if pid in r.properties_checked else "not checked"
-        lines.append(f"  {verdict} {pid}")
+        verdict = r.verdict(pid)
+        lines.append(f"  VIOLATED {pid}" if verdict == "violated" else f"  holds    {pid}" if verdict == "holds"
+                     else f"  {verdict}: {pid}" if r.scope and verdict != "not checked" else f"  {verdict} {pid}")
     paths = iter(r.trace_files)  # one per violation with a counterexample, in order
     for v in r.violations:
         if not v.traced:

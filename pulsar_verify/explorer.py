@@ -2,10 +2,13 @@
 
 Every state reached is checked against every invariant when it is first
 discovered, every transition against every action property, and the
-shortest counterexample of each violated property is kept. A violating state
-is not expanded further (what lies beyond a broken state is not evidence).
-A ``sometimes`` property is checked on each state that breaks none: its
-first (shortest) example is kept, and a complete search without one breaks it.
+shortest counterexample of each violated property is kept. A state that
+violates a property is expanded like any other (as TLC's ``-continue``), so
+each verdict speaks of the whole reachable space at the bounds: a property
+whose violations lie only beyond another property's violation is still found
+violated, its counterexample shortest among its own. A ``sometimes`` property
+is checked on each state that breaks no invariant: its first (shortest)
+example is kept, and a complete search without one breaks it.
 
 With ``workers`` > 1 the search is the same level-synchronous BFS with the
 expansion done by forked worker processes (``_run_workers``): each worker expands
@@ -102,8 +105,8 @@ class _Worker:
     successors it found: a new state is owned by the worker that found it first, unless that worker
     has more than its share of the next level (then its encoding goes to one that has less). Other
     states never leave the process that made them: what goes to the parent is, per state, the
-    indices of the invariants it breaks (or, when it breaks none, of the ``sometimes`` properties it is
-    an example of, as ``-1 - index``), its liveness label, whether it is a deadlock, its number of
+    indices of the invariants it breaks, followed (when it breaks none) by the ``sometimes`` properties it
+    is an example of, as ``-1 - index``, its liveness label, whether it is a deadlock, its number of
     successors, its successors as (action number, fingerprint) and the steps that break an action
     property as (action number, property index); an action is sent once, then named by its number.
 
@@ -147,8 +150,9 @@ class _Worker:
             for s in self.mine[lo:lo + CHUNK]:
                 broken = tuple(i for i, check in enumerate(invariants) if not check(model, s))
                 label = None if goals is None else goal_flags(model, goals, s)
-                if broken or not expand:
-                    rows.append((broken or examples_of(model, sometimes, s), label, False, 0, (), (), ()))
+                flags = broken or examples_of(model, sometimes, s)
+                if not expand:
+                    rows.append((flags, label, False, 0, (), (), ()))
                     continue
                 succ = model.successors(s)
                 aids, fps, failed = [], [], []
@@ -170,8 +174,7 @@ class _Worker:
                         found[tf] = t
                     aids.append(n)
                     fps.append(tf)
-                rows.append((examples_of(model, sometimes, s), label, not succ and not model.is_terminal(s), len(succ),
-                             aids, fps, failed))
+                rows.append((flags, label, not succ and not model.is_terminal(s), len(succ), aids, fps, failed))
             send(("ok", rows, new_actions, coverage))
 
 
@@ -250,7 +253,6 @@ class Explorer:
         graph = self.graph
         coverage: Counter = Counter()
         violated: dict[str, Violation] = {}
-        bad: set[int] = set()
         report = self._reporter(violated)
 
         goals = [(p.trigger, p.goal) for p in model.liveness] if graph is not None else None
@@ -268,11 +270,12 @@ class Explorer:
             self.init_by_fp[fp] = s
             if goals is not None:
                 labels[fp] = label(s, 0)
+            clean = True
             for prop, check in invariants:
                 if not check(model, s):
                     report(prop, fp)
-                    bad.add(fp)
-            if sometimes and fp not in bad:
+                    clean = False
+            if sometimes and clean:
                 sometimes = self._example(sometimes, s, fp, 0)
             frontier.append((s, fp))
 
@@ -283,12 +286,10 @@ class Explorer:
         last_tick, next_look = started, 0
         while frontier and not stop:
             if self.max_depth is not None and depth >= self.max_depth:
-                result.complete = False
+                result.complete, result.stopped = False, f"max depth {self.max_depth}"
                 break
             nxt = []
             for s, fp in frontier:
-                if fp in bad:
-                    continue
                 succ = successors(s)
                 if graph is not None:
                     graph[fp] = edges = []
@@ -309,18 +310,19 @@ class Explorer:
                     parents[tf] = (fp, a)
                     if goals is not None:
                         labels[tf] = label(t, depth + 1)
+                    clean = True
                     for prop, check in invariants:
                         if not check(model, t):
                             report(prop, tf)
-                            bad.add(tf)
-                    if sometimes and tf not in bad:
+                            clean = False
+                    if sometimes and clean:
                         sometimes = self._example(sometimes, t, tf, depth + 1)
                     nxt.append((t, tf))
                 if self.stop_at_first and violated:
                     stop = True
                     break
                 if self.max_states is not None and len(parents) >= self.max_states:
-                    result.complete = False
+                    result.complete, result.stopped = False, f"max states {self.max_states:,}"
                     stop = True
                     break
                 if self.progress is not None and transitions >= next_look:  # the clock read every 4096 steps
@@ -336,7 +338,7 @@ class Explorer:
                 result.complete = False
                 break
         if stop and self.stop_at_first and violated:
-            result.complete = False
+            result.complete, result.stopped = False, "stopped at the first violation"
         return self._finish(result, violated, coverage, transitions, depth, started)
 
     def _example(self, sometimes: list, s, fp: int, depth: int) -> list:
@@ -422,7 +424,7 @@ class Explorer:
                     pipe.send(("expand", expand))
                 nxt = self._merge(frontier, pipes, actions, depth, expand, report)
                 if not expand:
-                    result.complete = False
+                    result.complete, result.stopped = False, f"max depth {self.max_depth}"
                     break
                 nxt = self._share(nxt, pipes)
                 frontier = nxt
@@ -504,7 +506,7 @@ class Explorer:
                     report(invariants[i], fp)
                 elif sometimes[-1 - i].id not in examples:
                     examples[sometimes[-1 - i].id] = (fp, depth)
-            if (broken and broken[0] >= 0) or not expand:
+            if not expand:
                 continue
             if dead:
                 report(DEADLOCK, fp)

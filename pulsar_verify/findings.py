@@ -41,7 +41,6 @@ class Finding:
     fix: str
     severity: str  # one of SEVERITIES, or OBSERVATION
     loses: str  # one line: what users lose (for an observation, why nobody does)
-    alone: bool = False  # shown with the property checked on its own (another one's violation comes first)
 
     @property
     def observation(self) -> bool:
@@ -78,21 +77,9 @@ def catalogue(model: str) -> list[Finding]:
     return found
 
 
-def only(model, prop: str):
-    """The model with every other property dropped: their violating states are then expanded too,
-    so one property's counterexample cannot mask another's."""
-    model.invariants = [p for p in model.invariants if p.id == prop]
-    model.action_properties = [p for p in model.action_properties if p.id == prop]
-    model.liveness = [p for p in model.liveness if p.id == prop]
-    model.sometimes = [p for p in model.sometimes if p.id == prop]
-    return model
-
-
 def shortest(finding: Finding, variant: str | None = None):
     """The shortest violation of the finding's property at its bounds, or None."""
     model = registry.build(finding.model, variant, preset=finding.bounds)
-    if finding.alone:
-        model = only(model, finding.property)
     result, _ = explore(model)
     return model, next((v for v in result.violations if v.prop.id == finding.property), None)
 

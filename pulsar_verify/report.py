@@ -296,7 +296,7 @@ def finding_section(cls: type[Model], f, table: dict | None = None) -> list[str]
     lines = [f"### {f.title}", "",
              f"**{f.severity.capitalize()}.** {f.loses[0].upper() + f.loses[1:]}.", "",
              f"**Property:** `{f.property}` — {prop.statement}. **Bounds:** `{f.bounds}`. "
-             f"**Counterexample:** {f.length} steps{' (the property checked on its own)' if f.alone else ''}. "
+             f"**Counterexample:** {f.length} steps. "
              f"**Fix:** {fix}.", "",
              _scenario(f.explanation.read_text()), ""]
     for k, diagram in enumerate(diagrams, start=1):

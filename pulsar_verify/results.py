@@ -71,6 +71,24 @@ class Result:
                 and (kind != "sometimes" or self.complete or pid in self.examples)]
 
     @property
+    def scope(self) -> str:
+        """What a ``holds`` verdict of this run speaks of: '' for the whole reachable space at the bounds,
+        else how far the search went (``up to depth 12, 5,000 states: max states``)."""
+        if self.complete:
+            return ""
+        why = f": {self.stopped}" if self.stopped else ""
+        return f"up to depth {self.depth}, {self.distinct_states:,} states{why}"
+
+    def verdict(self, pid: str) -> str:
+        """``violated``, ``holds`` (the whole reachable space), ``holds up to ...`` (a cut search) or
+        ``not checked``."""
+        if any(v.prop.id == pid for v in self.violations):
+            return "violated"
+        if pid not in self.properties_checked:
+            return "not checked"
+        return f"holds {self.scope}" if self.scope else "holds"
+
+    @property
     def states_per_second(self) -> float:
         return self.distinct_states / self.seconds if self.seconds > 0 else 0.0
 
@@ -89,6 +107,7 @@ class Result:
             "liveness_checked": self.liveness_checked, "unreachable_goal": self.unreachable_goal,
             "examples": self.examples,
             "properties_checked": self.properties_checked,
+            "verdicts": {pid: self.verdict(pid) for pid, _ in self.properties},
             "properties_not_checked": [pid for pid, _ in self.properties if pid not in self.properties_checked],
             "level_sizes": self.level_sizes, "trace_files": [str(p) for p in self.trace_files],
             **({"reused_from": self.reused_from} if self.reused_from else {}),

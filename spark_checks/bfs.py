@@ -14,8 +14,8 @@ summaries from the checkpoint directory); task ``q`` of level ``d``:
    candidate, one merge per level);
 2. **check**: decodes each new state once, checks the invariants and computes its liveness
    labels, and writes the level's links and the grown visited set for ``q`` (``checkpoint.py``);
-3. **expand**: computes the successors of the new states that broke no invariant (a violating
-   state is not expanded, as in-process), checks action properties and deadlocks where parent,
+3. **expand**: computes the successors of the new states (a violating state is expanded like any
+   other, as in-process, so every verdict covers the whole reachable space), checks action properties and deadlocks where parent,
    action and successor meet, and ships the locally distinct successors to their partitions:
    the next level's input. It encodes and ships none its receiver would drop: none in the visited
    sets it can read (its own, and the other partitions' of the last committed level), none it
@@ -324,8 +324,7 @@ def _advance(job, q: int, shuffled):
             parent, key, data = best.pop(fp)
             s = decode(data)
             broken = tuple(p.id for p in invariants if not p.check(model, s))
-            for name, value in zip(cols, (fp, parent, key, _labels(model, s, graph), bool(broken),
-                                          None if broken else data)):
+            for name, value in zip(cols, (fp, parent, key, _labels(model, s, graph), bool(broken), data)):
                 cols[name].append(value)
             if broken:
                 found.append((fp, broken))
@@ -333,7 +332,7 @@ def _advance(job, q: int, shuffled):
                 for p in sometimes:
                     if p.check(model, s):
                         examples[p.id] = min(fp, examples.get(p.id, fp))
-                yield fp, s
+            yield fp, s
 
     summary = {"new": len(new)}
     if expand:
@@ -354,15 +353,15 @@ def _advance(job, q: int, shuffled):
 
 @_without_gc
 def _prime(job, q: int):
-    """Expand again the good states of a committed level: the start of a run, or of a resumed one."""
+    """Expand again the states of a committed level: the start of a run, or of a resumed one."""
     import pyarrow.parquet as pq
     spec, root, level, parts, _, graph, others = job
     model = _model(spec)
     ckpt = Checkpoint(root)
     links = ckpt.links(ckpt.level_dir(level), q)
     known = _known(ckpt, level, parts, q, read_visited(ckpt.visited(ckpt.level_dir(level), q)), others)
-    table = pq.read_table(links.path, filesystem=links.fs, columns=["fp", "bad", "state"])
-    states = ((fp, decode(data)) for fp, bad, data in rows(table, table.column_names) if not bad)
+    table = pq.read_table(links.path, filesystem=links.fs, columns=["fp", "state"])
+    states = ((fp, decode(data)) for fp, data in rows(table, table.column_names))
     summary = yield from _expand(model, states, parts, ckpt.edges_file(level, q) if graph else None, known)
     write_summary(ckpt.summary(ckpt.prime_dir(level), q), {"new": 0, "bad": 0, "found": {}, **summary})
 
@@ -413,7 +412,7 @@ class SparkExplorer:
             for p in model.sometimes if not broken else ():
                 if p.check(model, s):
                     examples.append((fp, p.id))
-            row = (fp, None, None, _labels(model, s, self.graph), bool(broken), None if broken else encode(s))
+            row = (fp, None, None, _labels(model, s, self.graph), bool(broken), encode(s))
             for name, value in zip(names, row):
                 cols[fp % self.parts][name].append(value)
         level0 = self.ckpt.level_dir(0)
@@ -424,7 +423,7 @@ class SparkExplorer:
         stats = {"level": 0, "new": count, "expanded": 0, "transitions": 0, "states": count, "seconds": 0.0,
                  "rate": 0.0, "shipped_records": 0, "shipped_bytes": 0}
         manifest = {**self.identity, "partitions": self.parts, "init": sorted(self.init_by_fp), "levels": 0,
-                    "level_sizes": [count], "expanded": False, "frontier_size": count - len({v[2] for v in violated}),
+                    "level_sizes": [count], "expanded": False, "frontier_size": count,
                     "transitions": 0, "coverage": {}, "violated": violated, "stats": [stats], "seconds": 0.0,
                     "examples": [],
                     "done": False}
@@ -535,7 +534,6 @@ class SparkExplorer:
     def _commit(self, level: int, expand: bool, summaries: list, manifest: dict, seconds: float) -> dict:
         """The manifest with level ``level`` added from its tasks' summaries (saved by the caller)."""
         count = sum(s["new"] for s in summaries)
-        bad = sum(s["bad"] for s in summaries)
         violated = manifest["violated"]
         for fp, pid in sorted((fp, pid) for s in summaries for pid, fp in s["found"].items()):
             _note(violated, pid, level, fp)
@@ -546,13 +544,13 @@ class SparkExplorer:
         if count:
             manifest = self._count({**manifest, "violated": violated}, level, summaries)
         total = sum(manifest["level_sizes"]) + count
-        stats = {"level": level, "new": count, "expanded": count - bad if expand else 0,
+        stats = {"level": level, "new": count, "expanded": count if expand else 0,
                  "transitions": sum(s.get("transitions", 0) for s in summaries), "states": total,
                  "seconds": round(seconds, 3), "rate": round(count / seconds, 1) if seconds else 0.0,
                  **_shipped(summaries)}
         manifest = {**manifest, "levels": level if count else level - 1,
                     "level_sizes": manifest["level_sizes"] + ([count] if count else []),
-                    "frontier_size": count - bad if count else 0, "expanded": expand,
+                    "frontier_size": count, "expanded": expand,
                     "stats": manifest["stats"] + [stats], "seconds": manifest["seconds"] + seconds,
                     "done": count == 0}
         return manifest
@@ -643,6 +641,11 @@ class SparkExplorer:
                 states.append(model.next_state(states[-1], a))
             violations.append(Violation(prop, states, actions))
         result.complete = complete
+        if not complete:
+            result.stopped = ("stopped at the first violation" if self.stop_at_first and manifest["violated"]
+                              else f"max depth {self.max_depth}" if self.max_depth is not None
+                              and manifest["levels"] >= self.max_depth else f"max states {self.max_states:,}"
+                              if self.max_states is not None else "")
         result.level_sizes = list(manifest["level_sizes"])
         result.distinct_states = sum(result.level_sizes)
         result.transitions = manifest["transitions"]

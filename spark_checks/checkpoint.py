@@ -7,7 +7,8 @@ Layout of ``OUT/spark/`` (P partitions, fixed when the run starts)::
     level-0000K/links.parquet/part-0000q.parquet
                              fp, parent, action, liveness labels, bad (broke an invariant) and
                              state: one row per state of partition q first reached at depth K;
-                             the last level's good states are the frontier a resumed run expands
+                             the last level's states (violating ones too) are the frontier a
+                             resumed run expands
     level-0000K/visited-0000q.npy
                              the sorted fingerprints of partition q up to depth K (kept for the
                              last complete level only)
@@ -39,7 +40,8 @@ from pulsar_verify.model import Action, UsageError
 
 from .location import Location
 
-FORMAT = "pulsar-verify/spark-checkpoint/6"  # 3: Merkle fingerprints; 4: the symmetry; 5: no .partial levels; 6: MurmurHash3 nodes
+# 3: Merkle fingerprints; 4: the symmetry; 5: no .partial levels; 6: MurmurHash3 nodes; 7: violating states expanded
+FORMAT = "pulsar-verify/spark-checkpoint/7"
 
 
 def _pa():

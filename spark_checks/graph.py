@@ -1,7 +1,6 @@
 """Liveness on the state graph a Spark run wrote: the in-process check, run on the files.
 
-The run's links (every state with its parent, action, liveness labels and
-whether it broke an invariant) and edges (every transition out of an expanded
+The run's links (every state with its parent, action and liveness labels) and edges (every transition out of an expanded
 state) are read back into the shape ``pulsar_verify.liveness`` works on, so
 both engines share one liveness check and give the same lassos.
 """
@@ -28,16 +27,15 @@ class DiskGraph:
         # Millions of edges carry a few hundred distinct actions and label tuples: decode each once.
         actions: dict = {}
         labelled: dict = {}
-        columns = ["fp", "parent", "action", "labels", "bad"]
+        columns = ["fp", "parent", "action", "labels"]
         for level in range(manifest["levels"] + 1):
             table = read_parts(ckpt.level_dir(level) / "links.parquet", columns, f"level {level}", parts)
-            for fp, parent, action, labels, bad in rows(table, columns):
+            for fp, parent, action, labels in rows(table, columns):
                 a = None if action is None else actions.get(action) or actions.setdefault(action, load_action(action))
                 self.parents[fp] = (parent, a)
                 mark = labelled.get(labels) or labelled.setdefault(labels, marshal.loads(labels))
                 self.labels[fp] = (level, mark)
-                if not bad:
-                    self.graph[fp] = []
+                self.graph[fp] = []  # every state is expanded, a violating one too
         for level in range(manifest["levels"] + 1):
             table = read_parts(ckpt.edges_path(level), ["fp", "action", "succ"],
                                f"the edges out of level {level}", parts)

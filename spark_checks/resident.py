@@ -106,13 +106,14 @@ class _Task:
 
     # -- the steps ---------------------------------------------------------------------------------
     def check(self, level: int, frontier: list, checkpoint: bool):
-        """Step 1 on ``frontier`` [(fp, parent, action bytes, state)]: the good states [(fp, state)] and
-        the summary's counts; the links written."""
+        """Step 1 on ``frontier`` [(fp, parent, action bytes, state)]: the states to expand [(fp, state)]
+        (every one: a violating state is expanded too) and the summary's counts; the links written."""
         model, invariants, sometimes = self.model, self.model.invariants, self.model.sometimes
-        good, bads, first, examples = [], [], {}, {}
+        to_expand, bads, first, examples = [], [], {}, {}
         for fp, _, _, s in frontier:
             broken = [p.id for p in invariants if not p.check(model, s)]
             bads.append(bool(broken))
+            to_expand.append((fp, s))
             if broken:
                 for pid in broken:
                     first[pid] = min(fp, first.get(pid, fp))
@@ -120,17 +121,15 @@ class _Task:
             for p in sometimes:
                 if p.check(model, s):
                     examples[p.id] = min(fp, examples.get(p.id, fp))
-            good.append((fp, s))
         fps, parents, keys, states = zip(*frontier) if frontier else ((), (), (), ())
         cols = {"fp": fps, "parent": parents, "action": keys,
                 "labels": [_labels(model, s) for s in states] if self.graph else [None] * len(frontier), "bad": bads,
-                "state": [None if bad else encode(s) for bad, s in zip(bads, states)] if checkpoint
-                else [None] * len(frontier)}
+                "state": [encode(s) for s in states] if checkpoint else [None] * len(frontier)}
         write_table(self.ckpt.links(self.ckpt.level_dir(level), self.q), cols, links_schema())
-        return good, {"new": len(frontier), "bad": sum(bads), "found": first, "examples": examples,
+        return to_expand, {"new": len(frontier), "bad": sum(bads), "found": first, "examples": examples,
                       "checkpoint": checkpoint}
 
-    def expand(self, level: int, good: list, met: set) -> tuple[dict, dict]:
+    def expand(self, level: int, to_expand: list, met: set) -> tuple[dict, dict]:
         """Step 2: the successors met here first, fp -> (parent, action, state), and the expansion's
         figures for the summary."""
         model, fp_of, key = self.model, state_key(self.model), self.key
@@ -139,7 +138,7 @@ class _Task:
         coverage: Counter = Counter()
         transitions, deadlocks, action_bad = 0, [], {}
         edges = ([], [], []) if self.graph else None
-        for fp, s in good:
+        for fp, s in to_expand:
             succ = model.successors(s)
             if not succ and not model.is_terminal(s):
                 deadlocks.append(fp)
@@ -164,7 +163,7 @@ class _Task:
         if edges is not None:
             write_table(self.ckpt.edges_file(level, self.q), dict(zip(("fp", "action", "succ"), edges)),
                         edges_schema())
-        return found, {"expanded": len(good), "transitions": transitions, "coverage": dict(coverage),
+        return found, {"expanded": len(to_expand), "transitions": transitions, "coverage": dict(coverage),
                        "deadlock": min(deadlocks, default=None), "action_bad": action_bad}
 
     def send(self, level: int, found: dict) -> int:
@@ -213,19 +212,19 @@ class _Task:
         return [(fp, parent, key(a), t) for fp, (parent, a, t) in found.items() if fp in keep]
 
     def primed(self) -> tuple[list, object]:
-        """The good states of the committed level this task expands first (its links file's), and its
+        """The states of the committed level this task expands first (its links file's), and its
         partition's visited set."""
         import pyarrow.parquet as pq
         here = self.ckpt.level_dir(self.start)
         links = self.ckpt.links(here, self.q)
-        table = pq.read_table(links.path, filesystem=links.fs, columns=["fp", "bad", "state"])
-        good = [(fp, decode(data)) for fp, bad, data in rows(table, table.column_names) if not bad]
-        return good, read_visited(self.ckpt.visited(here, self.q))
+        table = pq.read_table(links.path, filesystem=links.fs, columns=["fp", "state"])
+        to_expand = [(fp, decode(data)) for fp, data in rows(table, table.column_names)]
+        return to_expand, read_visited(self.ckpt.visited(here, self.q))
 
     def run(self) -> None:
         ckpt, q = self.ckpt, self.q
         level = self.start
-        good, owned = self.primed()
+        to_expand, owned = self.primed()
         met = set(owned.tolist())
         total, since = self.states, time.perf_counter()
         summary, where = {"new": 0, "bad": 0, "found": {}, "examples": {}}, ckpt.prime_dir(level)
@@ -233,8 +232,8 @@ class _Task:
             if self.max_depth is not None and level >= self.max_depth:  # checked, not expanded
                 return write_summary(ckpt.summary(where, q), summary)
             clock = time.perf_counter()
-            found, figures = self.expand(level, good, met)
-            del good
+            found, figures = self.expand(level, to_expand, met)
+            del to_expand
             self.spent["expand"] += time.perf_counter() - clock
             summary.update(figures)
             broke = bool(summary["found"] or figures["deadlock"] is not None or figures["action_bad"])
@@ -267,7 +266,7 @@ class _Task:
                 return write_summary(ckpt.summary(where, q), {"new": 0, "bad": 0, "found": {}, "examples": {}})
             self.spent["exchange"] += time.perf_counter() - clock
             clock = time.perf_counter()
-            good, summary = self.check(level, frontier, checkpoint)
+            to_expand, summary = self.check(level, frontier, checkpoint)
             del frontier
             self.spent["check"] += time.perf_counter() - clock
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from pulsar_verify import registry
 from pulsar_verify.explorer import explore
-from pulsar_verify.findings import only
 
 ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = os.environ.get("HYPOTHESIS_PROFILE") == "nightly"  # tox -e nightly (conftest.py defaults it to ci)
@@ -47,13 +46,6 @@ def assert_finding_found_and_fixed(finding) -> None:
     assert replay(finding.trace).reproduced
     assert not replay(finding.trace, finding.fix).reproduced
     assert not replay(finding.trace, "all-fixes").reproduced
-
-
-def violated_alone(model: str, variant: str, preset: str, prop: str) -> bool:
-    """Whether ``prop``, checked on its own, is violated: other properties' violating states are then
-    expanded too, so one property's counterexample cannot mask another's."""
-    result, _ = explore(only(registry.build(model, variant, preset=preset), prop))
-    return any(v.prop.id == prop for v in result.violations)
 
 
 def free_port() -> int:

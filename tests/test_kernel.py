@@ -35,13 +35,26 @@ def test_fixed_variant_counts_match_hand_derivation():
 
 
 def test_buggy_variant_counts_and_shortest_counterexample():
-    # 9 states with nobody critical, 3 + 3 with one critical, 2 with both (lock 0 or 1): 17.
-    # Transitions from the 15 expanded states: 9 x 2 + 2 x (2 + 1 + 2) = 28.
+    # 9 states with nobody critical, 3 + 3 with one critical holding the lock, 2 with both (lock 0 or 1), and,
+    # past those (a violating state is expanded too), 3 + 3 with one critical after the other released: 23.
+    # Transitions: 9 x 2 + 2 x (2 + 1 + 2) = 28 from the first 15, 2 x 2 releases from both critical, and 2 from
+    # each of the last 6 (the other process's step and the release): 44.
     result, _ = explore(lock("as-written"))
-    assert (result.distinct_states, result.transitions) == (17, 28)
-    [v] = result.violations
+    assert (result.distinct_states, result.transitions) == (23, 44)
+    v = result.violations[0]
     assert v.prop.id == "mutual-exclusion" and v.length == 6
     assert sorted(a.name for a in v.actions) == ["check", "check", "request", "request", "take", "take"]
+
+
+def test_a_violation_does_not_hide_what_lies_beyond_it():
+    """Past the broken mutual exclusion, the two processes can take turns in the critical section so that one is
+    always in it: ``critical-released`` breaks there (a lasso through a state that breaks mutual exclusion), and
+    a search that stopped at the first broken state would have said it holds."""
+    result, _ = explore(lock("as-written"))
+    assert [v.prop.id for v in result.violations] == ["mutual-exclusion", "critical-released"]
+    lasso = result.violations[1]
+    assert any(pc.count(CRITICAL) == 2 for pc in (s.pc for s in lasso.states[lasso.loop:]))
+    assert result.verdict("critical-released") == "violated" and result.verdict("deadlock") == "holds"
 
 
 def test_deadlock_is_detected_with_shortest_trace():
@@ -142,7 +155,7 @@ def test_broken_json_is_exit_2(tmp_path):
 def test_cli_explore_buggy_exits_1_and_trace_replays(tmp_path):
     proc = cli("explore", "toy-lock", "--out", str(tmp_path), "--quiet")
     assert proc.returncode == 1, proc.stderr
-    assert "17 distinct states, 28 transitions" in proc.stdout
+    assert "23 distinct states, 44 transitions" in proc.stdout
     trace = tmp_path / "mutual-exclusion.itf.json"
     assert cli("replay", str(trace)).returncode == 1
     summary = json.loads((tmp_path / "summary.json").read_text())

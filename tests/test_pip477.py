@@ -13,10 +13,10 @@ from pulsar_verify.models.pip477.proto import NewPositionInfo, OldPositionInfo, 
 from pulsar_verify.models.pip477.state import ATTR_KEY
 from pulsar_verify import registry
 from pulsar_verify.explorer import explore
-from pulsar_verify.findings import catalogue, only, shortest
+from pulsar_verify.findings import catalogue, shortest
 from pulsar_verify.hypo import machine_for
 from pulsar_verify.replay import replay
-from tests.helpers import cli, explored, violated, violated_alone
+from tests.helpers import cli, explored, violated
 
 MODEL = "pip-477"
 FINDINGS = catalogue(MODEL)
@@ -65,7 +65,7 @@ def test_finding_is_still_found_and_its_fix_kills_it(finding):
     assert v is not None and v.length == finding.length
     assert replay(finding.trace).reproduced
     assert not replay(finding.trace, finding.fix).reproduced
-    assert not violated_alone(MODEL, finding.fix, finding.bounds, finding.property)
+    assert finding.property not in violated(MODEL, finding.fix, finding.bounds)
     assert finding.explanation.read_text().count(f"--variant {finding.fix}") == 1
 
 
@@ -78,7 +78,7 @@ def test_all_fixes_satisfy_every_property(preset):
 @pytest.mark.parametrize("prop", sorted(BROKEN))
 def test_every_property_fails_on_a_broken_variant(prop):
     assert set(BROKEN) == {p.id for p in Pip477.declared_properties()}
-    assert violated_alone(MODEL, *BROKEN[prop], prop)
+    assert prop in violated(MODEL, *BROKEN[prop])
 
 
 def test_every_action_fires_somewhere():
@@ -126,5 +126,5 @@ def test_precheck_refuses_a_new_cluster_whose_idgen_is_behind():
     behind = {"new_idgen": 2, "roll": 1, "brokers": 1}
     refused, _ = explore(registry.build(MODEL, "as-written", values=behind))
     assert "switch" not in refused.coverage and refused.violations == []
-    unchecked, _ = explore(only(registry.build(MODEL, "mutant:no-precheck", values=behind), "I11"))
-    assert [v.prop.id for v in unchecked.violations] == ["I11"]
+    unchecked, _ = explore(registry.build(MODEL, "mutant:no-precheck", values=behind))
+    assert "I11" in {v.prop.id for v in unchecked.violations}

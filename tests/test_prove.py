@@ -1445,18 +1445,15 @@ PIP477_NIGHTLY = {("as-written", "cleanup", "I12"), ("mutant:rollback-resets-has
                                                       "rollback-keeps-business-znodes")}
 
 
-def z477_lengths(variant: str, preset: str, props: set, k: int, alone: bool = False) -> dict:
-    return found_lengths(z477.encoding(variant, preset).check(k, only=props, alone=alone))
+def z477_lengths(variant: str, preset: str, props: set, k: int) -> dict:
+    return found_lengths(z477.encoding(variant, preset).check(k, only=props))
 
 
 def _pip477_step_findings() -> list:
-    return [f for f in catalogue("pip-477") if f.bounds in z477.PRESETS and f.property in z477.Pip477Steps.properties]
-
-
-def test_every_pip477_finding_the_steps_state_is_checked():
-    """Each finding not shown with its property on its own is one of ``PIP477_CI``."""
-    assert {(f.bounds, f.property) for f in _pip477_step_findings() if not f.alone} <= {
-        (preset, prop) for variant, preset, prop in PIP477_CI if variant == "as-written"}
+    """The findings whose property the steps state, other than those of ``PIP477_CI``."""
+    ci = {(preset, prop) for variant, preset, prop in PIP477_CI if variant == "as-written"}
+    return [f for f in catalogue("pip-477") if f.bounds in z477.PRESETS and f.property in z477.Pip477Steps.properties
+            and (f.bounds, f.property) not in ci]
 
 
 @pytest.mark.parametrize("case", PIP477_CI, ids="/".join)
@@ -1483,27 +1480,27 @@ def test_the_pip477_step_obligations_have_the_explorers_lengths():
     assert_obligations_have_the_explorers_lengths("pip-477", {p: (vs, None) for p, vs in z477.CASES.items()})
 
 
-# the two of these checks that take over a minute each; the other findings shown alone are checked so in CI
-PIP477_ALONE_NIGHTLY = {"cursor-position-rewound-after-promote", "lagging-broker-stalls-after-close-client"}
+# the two of these checks that take over a minute each; the other findings are checked so in CI
+PIP477_RUN_NIGHTLY = {"cursor-position-rewound-after-promote", "lagging-broker-stalls-after-close-client"}
 
 
 @pytest.mark.parametrize("name", [f.name for f in _pip477_step_findings()
-                                  if f.alone and (NIGHTLY or f.name not in PIP477_ALONE_NIGHTLY)])
-def test_each_pip477_finding_shown_alone_is_a_run_of_the_steps(name):
-    """A finding shown with its property checked on its own (``alone``) whose run has up to ``z477.ALONE`` steps
-    is broken first at its length; for a longer one, one query finds a run of the explorer's length (the
-    obligation's whole search: nightly)."""
+                                  if NIGHTLY or f.name not in PIP477_RUN_NIGHTLY])
+def test_each_pip477_finding_is_a_run_of_the_steps(name):
+    """A finding outside ``PIP477_CI`` whose run has up to ``z477.SHORTEST_UP_TO`` steps is broken first at its
+    length; for a longer one, one query finds a run of the explorer's length (the obligation's whole search:
+    nightly)."""
     f = next(f for f in _pip477_step_findings() if f.name == name)
-    if f.length <= z477.ALONE:
+    if f.length <= z477.SHORTEST_UP_TO:
         assert shortest(f)[1].length == f.length
-        assert z477_lengths("as-written", f.bounds, {f.property}, f.length, alone=True) == {f.property: f.length}
+        assert z477_lengths("as-written", f.bounds, {f.property}, f.length) == {f.property: f.length}
         return
     assert z477.LONG[f.bounds] == (f.property, f.length)
     explorer = [z477.Pip477Steps.label(a) for a in shortest(f)[1].actions]
     assert len(explorer) == f.length
     steps = z477.encoding("as-written", f.bounds)
-    assert steps.run_of(f.length, f.property, alone=True, labels=explorer) == explorer
-    assert steps.run_of(f.length, f.property, alone=True, labels=explorer[:-1] + ["register"]) is None
+    assert steps.run_of(f.length, f.property, labels=explorer) == explorer
+    assert steps.run_of(f.length, f.property, labels=explorer[:-1] + ["register"]) is None
     if NIGHTLY:
         verdict = verdict_of("pip-477", f"steps-run-{f.bounds}", ("as-written",))
         assert verdict_lengths(verdict) == {f.property: f.length}
