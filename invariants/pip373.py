@@ -8,7 +8,7 @@ from pulsar_verify.model import PropertySet
 from pulsar_verify.models.pip373 import Pip373
 from pulsar_verify.models.pip373.model import FALSE, JUNK, LEGACY_TXN, TRUE, holds_txn_entry
 
-from .v4txn import (DELIVERY, ENVIRONMENT, SEC_END, SKIP, committed_never_filtered, ending, read_committed, sending,
+from .v4txn import (ENVIRONMENT, SEC_END, committed_never_filtered, ending, read_committed, sending,
                     sends_done)
 
 PROPERTIES = PropertySet()
@@ -27,9 +27,9 @@ def _txn_ever_sent(s) -> bool:
 PROPERTIES.action_property("read-committed",
                            "After any crash and reload, no subscription receives an aborted or still-open txn's entry",
                            "Two Indexes exist 'to avoid consuming aborted messages or TXN in-progress messages'",
-                           on=DELIVERY)(read_committed)
+                           about=("deliver",))(read_committed)
 PROPERTIES.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
-                           "Two Indexes: 'aborted messages indexes'", on=SKIP)(committed_never_filtered)
+                           "Two Indexes: 'aborted messages indexes'", about=("skip",))(committed_never_filtered)
 
 
 @PROPERTIES.action_property("txn-topic-never-skips",

@@ -119,7 +119,7 @@ def no_message_loss(m, s):
 
 def per_key_order(m, s, a, t):
     sub = stream_sub(m)
-    if a.name != "deliver" or sub is None or a.param("sub") != sub:
+    if sub is None or a.param("sub") != sub:
         return True
     topic = s.topics[a.param("segment")]
     msg, key = topic.entries[topic.cursors[sub]]
@@ -216,8 +216,8 @@ PROPERTIES.invariant("no-message-loss", "Every acknowledged message is delivered
                      "Split Protocol: 'guarantee that no messages are lost'")(no_message_loss)
 PROPERTIES.action_property("per-key-order", "The stream subscription receives each key's messages in publish order, "
                            "across splits and merges",
-                           "Consumer Assignment: StreamConsumer (ordered) and 'getLineage ... catch-up reads'")(
-        per_key_order)
+                           "Consumer Assignment: StreamConsumer (ordered) and 'getLineage ... catch-up reads'",
+                           about=("deliver",))(per_key_order)
 PROPERTIES.invariant("assignment-exclusive", "No segment is in two consumers' persisted assignments",
                      "Consumer Assignment: 'Each active segment is owned by exactly one consumer at any time'")(
         assignment_exclusive)

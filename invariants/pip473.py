@@ -46,7 +46,7 @@ def one_outcome(m, s):
 
 @PROPERTIES.action_property("read-committed",
                             "No subscription or reader receives an entry of a txn that is not committed", SEC_DISPATCH,
-                            on=("deliver",))
+                            about=("deliver",))
 def read_committed(m, s, a, t):
     txn = s.logs[a.param("seg")][a.param("pos")]
     return txn == 0 or s.decided.get(txn) == COMMITTED
@@ -54,7 +54,7 @@ def read_committed(m, s, a, t):
 
 @PROPERTIES.action_property("committed-never-filtered",
                             "No subscription or reader skips an entry of a committed txn as aborted "
-                            "(sealed segments, late subscriptions and GC included)", SEC_DISPATCH, on=("filter",))
+                            "(sealed segments, late subscriptions and GC included)", SEC_DISPATCH, about=("skip",))
 def committed_never_filtered(m, s, a, t):
     return s.decided.get(s.logs[a.param("seg")][a.param("pos")]) != COMMITTED
 

@@ -143,7 +143,7 @@ P.invariant("I3", "No Broker-ZK update is lost: every putSchema acknowledged is 
             "skipped its version check (lost "
             "update)", f"{TABLE} I3; Schema PROMOTE; Concurrent putSchema and PROMOTE")(i3)
 P.action_property("I4", "Every entry of one read comes through the cluster chosen when its handle was opened "
-                  "(NoSuchLedger / partial read)", f"{TABLE} I4; Read-Path Routing", on=("read_entry",))(i4)
+                  "(NoSuchLedger / partial read)", f"{TABLE} I4; Read-Path Routing", about=("deliver",))(i4)
 P.action_property("I5", "The old BK client is closed only when no handle is bound to it (cascading read failures)",
                   f"{TABLE} I5; Phase 6.3", on=("close_client",))(i5)
 P.invariant("I6", "A broker that has applied the current switch state (or restarted since) has the active cluster "

@@ -15,7 +15,6 @@ SEC_TB = ("Background: the TB 'gates the dispatcher's read horizon (maxReadPosit
 
 
 # The steps the two read-path properties constrain (pip-373's model reuses them with its own labels of the same names)
-DELIVERY, SKIP = ("deliver",), ("skip_aborted",)
 
 
 def read_committed(m, s, a, t):
@@ -130,9 +129,9 @@ SEC_END = "How the two interact: 'End-of-transaction stalls on sealed segments .
 
 
 PROPERTIES.action_property("read-committed", "No subscription receives an entry of a txn that is not committed",
-                           SEC_TB, on=DELIVERY)(read_committed)
+                           SEC_TB, about=("deliver",))(read_committed)
 PROPERTIES.action_property("committed-never-filtered", "No subscription skips an entry of a committed txn as aborted",
-                           SEC_TB, on=SKIP)(committed_never_filtered)
+                           SEC_TB, about=("skip",))(committed_never_filtered)
 PROPERTIES.invariant("acks-only-from-committed", "An aborted txn's acks never reach the cursor",
                      "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'")(
          acks_only_from_committed)

@@ -50,6 +50,16 @@ class ModelDefinitionError(UsageError):
     a variant, a duplicate property id): one line naming it, exit 2."""
 
 
+# The kinds of action a property may speak of. A model declares which of its actions are of each kind
+# (``Model.action_kinds``), once, beside its actions; a property that speaks of a kind (``about``) then
+# constrains every action of it, so an action added to the kind later is constrained without a word more.
+ACTION_KINDS = {
+    "deliver": "puts an entry where a consumer or a reader takes it: dispatch, replay, redelivery, a reader's read",
+    "skip": "has a dispatcher pass over an entry, as aborted or otherwise, without delivering it",
+    "answer": "tells a client the outcome of its request: a reply, a refusal, an error",
+}
+
+
 @attrs.frozen
 class Property:
     """A registered property.
@@ -72,6 +82,7 @@ class Property:
     fair: tuple = ()
     model: str = ""  # the model that declares it (set when the declaration is read)
     on: frozenset = frozenset()  # an action property: the labels it constrains (empty: every step)
+    about: frozenset = frozenset()  # the kinds of action it speaks of (``ACTION_KINDS``): it constrains all of them
 
     def __reduce__(self):
         if not self.model:  # object's, by name: a compiled attrs class has no ``__class__`` cell for super()
@@ -83,7 +94,7 @@ def _only_on(labels: frozenset, fn: Callable) -> Callable:
     """``fn`` on the steps labelled in ``labels``; every other step holds the property."""
     def check(model, s, a, t):
         return a.name not in labels or fn(model, s, a, t)
-    check.__name__, check.__doc__ = fn.__name__, fn.__doc__
+    check.__name__, check.__doc__, check.__wrapped__ = fn.__name__, fn.__doc__, fn
     return check
 
 
@@ -130,27 +141,32 @@ class PropertySet:
         self.items: list[Property] = []
         self.targets: list = []
 
-    def invariant(self, id: str, statement: str, section: str):
+    def invariant(self, id: str, statement: str, section: str, *, about: Iterable[str] = ()):
+        """Declare a predicate over a state. ``about``: the kinds of action whose outcome it judges (a state
+        predicate judges every step that reaches a state)."""
         def register(fn: Callable[["Model", Any], bool]):
-            self.items.append(Property(id, statement, section, "invariant", fn))
+            self.items.append(Property(id, statement, section, "invariant", fn, about=frozenset(about)))
             return fn
         return register
 
-    def action_property(self, id: str, statement: str, section: str, *, on: Iterable[str] = ()):
+    def action_property(self, id: str, statement: str, section: str, *, on: Iterable[str] = (),
+                        about: Iterable[str] = ()):
         """Declare a predicate over (state, action, next state). ``on``: the action labels it constrains, when
         not every step: any other step holds it (its ``check`` says so without calling ``fn``), so the explorers
-        do not evaluate it there (``StepChecks``)."""
+        do not evaluate it there (``StepChecks``). ``about``: kinds of action (``ACTION_KINDS``) it constrains,
+        every action the model declares of each (``Model.action_kinds``), added to ``on`` when the model reads
+        its declaration."""
         def register(fn: Callable[["Model", Any, Action, Any], bool]):
             labels = frozenset(on)
             self.items.append(Property(id, statement, section, "action", _only_on(labels, fn) if labels else fn,
-                                       on=labels))
+                                       on=labels, about=frozenset(about)))
             return fn
         return register
 
     def sometimes(self, id: str, statement: str, section: str):
-        """Declare that some run reaches a state where ``fn(model, state)`` holds, without breaking any
-        other property on the way (a state that breaks one is not expanded): its shortest example is
-        kept, and a complete search that meets none breaks it. Decided only by a complete search."""
+        """Declare that some run reaches a state where ``fn(model, state)`` holds and no invariant is
+        broken: its shortest example is kept, and a complete search that meets none breaks it. Decided
+        only by a complete search."""
         def register(fn: Callable[["Model", Any], bool]):
             self.items.append(Property(id, statement, section, "sometimes", fn))
             return fn
@@ -285,6 +301,8 @@ class Model:
     # parameters ("Broker{broker}"); a label not listed is drawn as a step of the system.
     sequence: dict[str, str] = {}
     action_labels: Sequence[str] = ()  # every action label the model can produce
+    # kind (``ACTION_KINDS``) -> the labels of the model's actions of that kind
+    action_kinds: dict[str, Sequence[str]] = {}
     # Symmetry reduction: each parameter counting actors that ``canonicalize`` treats as interchangeable
     # (``pulsar_verify.symmetry``), with the argument from the PIP text that they are.
     interchangeable: dict[str, str] = {}
@@ -338,10 +356,24 @@ class Model:
         model: the same whatever else was imported before, and under any reload."""
         cached = cls.__dict__.get("_declared")
         if cached is None:
-            cached = tuple(attrs.evolve(p, model=cls.name) for p in cls._declaration().items)
+            cached = tuple(cls._about_kinds(attrs.evolve(p, model=cls.name)) for p in cls._declaration().items)
             cls.check_declaration(cached)
             cls._declared = cached
         return cached
+
+    @classmethod
+    def labels_of(cls, kinds: Iterable[str]) -> frozenset:
+        """The labels of the model's actions of ``kinds``."""
+        return frozenset(label for kind in kinds for label in cls.action_kinds.get(kind, ()))
+
+    @classmethod
+    def _about_kinds(cls, p: Property) -> Property:
+        """An action property ``about`` kinds of action constrains every action of those kinds (and those it
+        names in ``on``)."""
+        if p.kind != "action" or not p.about:
+            return p
+        on = p.on | cls.labels_of(p.about)
+        return attrs.evolve(p, on=on, check=_only_on(on, p.check.__wrapped__ if p.on else p.check))
 
     @classmethod
     def check_declaration(cls, props: Sequence[Property]) -> None:
@@ -353,6 +385,14 @@ class Model:
                 raise ModelDefinitionError(f"model {cls.name}: interchangeable {key!r} is no parameter of it")
             if cls.canonicalize is Model.canonicalize:
                 raise ModelDefinitionError(f"model {cls.name} declares interchangeable {key!r} but no canonicalize")
+        for kind, labels in cls.action_kinds.items():
+            if kind not in ACTION_KINDS:
+                raise ModelDefinitionError(f"model {cls.name}: action kind {kind!r} is none of "
+                                           f"{', '.join(ACTION_KINDS)}")
+            unknown = sorted(set(labels) - set(cls.action_labels))
+            if unknown:
+                raise ModelDefinitionError(f"model {cls.name}: action kind {kind!r} names {', '.join(unknown)}, "
+                                           f"which the model has no action for")
         seen = set()
         for p in props:
             if p.id in seen:
@@ -368,6 +408,10 @@ class Model:
             if unknown:
                 raise ModelDefinitionError(f"model {cls.name}: action property {p.id!r} is declared on "
                                            f"{', '.join(unknown)}, which the model has no action for")
+            unknown = sorted(kind for kind in p.about if not cls.action_kinds.get(kind))
+            if unknown:
+                raise ModelDefinitionError(f"model {cls.name}: property {p.id!r} speaks of {', '.join(unknown)} "
+                                           f"actions, a kind the model declares none of")
             if p.kind == "liveness" and not p.fair:
                 raise ModelDefinitionError(f"model {cls.name}: liveness property {p.id!r} has no fair action")
 
@@ -454,6 +498,12 @@ class Model:
 
     def is_terminal(self, state) -> bool:
         """A state with no successor that is an intended end, not a deadlock."""
+        return False
+
+    def handed(self, state, successor) -> bool:
+        """Whether the step from ``state`` to ``successor`` hands a consumer or a reader an entry: what the
+        actions of the ``deliver`` kind do, and only they (``tests/test_declarations.py`` checks each step of
+        the model against its ``action_kinds`` by this)."""
         return False
 
     def canonicalize(self, state):

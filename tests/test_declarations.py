@@ -15,7 +15,7 @@ from pulsar_verify.explorer import explore
 from pulsar_verify.findings import EXPECTATIONS, catalogue
 from pulsar_verify.model import Model, ModelDefinitionError, PropertySet, variants_of
 
-from .helpers import cli
+from .helpers import cli, explored
 
 NAMES = registry.names()
 IN_PROCESS = [(name, preset) for name in NAMES for preset in registry.model_class(name).in_process_presets()]
@@ -161,6 +161,68 @@ def test_expectations_record_every_property_and_no_violation_of_all_fixes():
         for variant, verdicts in recorded[name].items():
             assert sorted(verdicts) == sorted(cls.property_ids()), (name, variant)
         assert set(recorded[name]["all-fixes"].values()) == {"holds"}, name
+
+
+FINDING_BOUNDS = sorted({(name, f.bounds) for name in NAMES for f in catalogue(name)})
+
+
+@pytest.mark.parametrize("name,preset", FINDING_BOUNDS, ids=[f"{n}-{p}" for n, p in FINDING_BOUNDS])
+def test_no_property_holds_where_a_finding_breaks_it(name, preset):
+    """A finding's property is violated by the search of the baseline at the finding's bounds (the whole
+    search: no other property's violation hides it), is recorded violated, and is no ``holds`` in a report."""
+    cls = registry.model_class(name)
+    result = explored(name, cls.baseline(), preset)
+    recorded = json.loads(EXPECTATIONS.read_text()).get(name, {}).get(cls.baseline(), {})
+    for f in catalogue(name):
+        if f.bounds == preset:
+            assert result.verdict(f.property) == "violated", f.name
+            assert recorded.get(f.property) == report.VIOLATED, f.name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_property_about_a_kind_of_action_constrains_every_action_of_it(name):
+    """Every kind a model declares is spoken of by a property, and every action property about a kind
+    constrains each of its actions (``Model.action_kinds``, ``Property.about``)."""
+    cls = registry.model_class(name)
+    props = cls.declared_properties()
+    for kind, labels in cls.action_kinds.items():
+        about = [p for p in props if kind in p.about]
+        assert about, f"{name}: no property speaks of its {kind} actions ({', '.join(labels)})"
+        for p in about:
+            assert p.kind != "action" or set(labels) <= p.on, (name, p.id, kind)
+
+
+def _steps(name: str, preset: str, variant: str, cap: int = 20_000):
+    """The steps of a breadth-first search of up to ``cap`` states (every step out of each state it expands)."""
+    model = registry.build(name, variant, preset=preset)
+    seen = set(model.init_states())
+    frontier = list(seen)
+    while frontier and len(seen) < cap:
+        nxt = []
+        for s in frontier:
+            for a, t in model.successors(s):
+                yield model, s, a, t
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_step_that_hands_an_entry_is_of_the_deliver_kind(name):
+    """A step that hands a consumer or a reader an entry (``Model.handed``) is an action of the ``deliver`` kind,
+    so a delivery path added later is under every property about deliveries; and each action of that kind
+    hands one somewhere (at each in-process bound set, as written and with every fix, up to 20,000 states)."""
+    cls = registry.model_class(name)
+    deliver = set(cls.labels_of(["deliver"]))
+    handing = set()
+    for variant in {cls.baseline(), cls.best_variant()} - {None}:
+        for preset in cls.in_process_presets():
+            for model, s, a, t in _steps(name, preset, variant):
+                if model.handed(s, t):
+                    assert a.name in deliver, f"{name} {variant} {preset}: {a} hands an entry, of no deliver kind"
+                    handing.add(a.name)
+    assert handing == deliver, name
 
 
 KERNEL_VARIANTS = {"as-written", "all-fixes"}  # every model with a fix has both (model.variants_of)

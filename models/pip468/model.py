@@ -106,6 +106,8 @@ class Pip468(ComposedModel):
             order.insert(order.index(TERMINATE if v.endswith("terminate") else CREATE), CAS)
         self.after = dict(zip(order, order[1:]))
 
+    action_kinds = {"deliver": ("deliver",)}
+
     def action_names(self):
         cfg = self.config
         needs = {"request_split": cfg.splits, "request_merge": cfg.merges, "crash": cfg.failovers,
@@ -130,6 +132,9 @@ class Pip468(ComposedModel):
             topics=FrozenMap((seg.segment_id, Topic(cursors=cursors)) for seg in layout.segments),
             ctrls=(Controller(),) * c.brokers, view=layout, blocked=False, consumers=(Consumer(),) * c.consumers,
             splits=0, merges=0, failovers=0, disconnects=0, created=subs, sessions=frozenset(), acked=(), delivered=FrozenMap())]
+
+    def handed(self, state, successor):
+        return any(len(msgs) > len(state.delivered.get(sub, ())) for sub, msgs in successor.delivered.items())
 
     def is_terminal(self, state):
         """No split or merge is in flight: what is left is budgets spent, not a stuck protocol."""

@@ -103,6 +103,8 @@ class Pip473(ComposedModel):
     hypothesis_bounds = {"txns": 2, "segments": 2, "late_subs": 1, "writes": 2, "acks": 1, "nontxn": 1, "crashes": 1,
                          "tc_crashes": 1, "seals": 1}
 
+    action_kinds = {"deliver": ("deliver",), "skip": ("filter",)}
+
     def action_names(self):
         names = set(self.action_labels)
         if "recheck-before-ack" not in self.fixes:
@@ -137,6 +139,9 @@ class Pip473(ComposedModel):
             crashes=0, tc_crashes=0, seals=0,
             decided=FrozenMap(), acks_made=frozenset(), applied=FrozenMap(),
         )]
+
+    def handed(self, state, successor):
+        return any(b.received - a.received for a, b in zip(state.subs, successor.subs))
 
     def is_terminal(self, state):
         """Every transaction the clients started has ended and nothing is in flight."""

@@ -129,6 +129,8 @@ class Pip477(ComposedModel):
     hypothesis_bounds = {"brokers": 2, "legacy": 1, "publish": 2, "roll": 2, "put_schema": 2, "move": 2, "restart": 1,
                          "old_down": 1, "rollback": 1, "sub_property": 1, "close_client": 1}
 
+    action_kinds = {"deliver": ("read_entry",)}
+
     def action_names(self):
         cfg, fixed = self.config, self.fixes
         needs = {"restart": cfg.restart, "old_down": cfg.old_down, "close_client": cfg.close_client,
@@ -161,6 +163,9 @@ class Pip477(ComposedModel):
             own=Owned(write=(LEGACY_DATA, OLD), cursor=(INITIAL_CURSOR, OLD), info=cursor, md=0), rpc=(),
             budget=FrozenMap({k: getattr(c, k) for k in BUDGETS}), fenced=None, msgs=(LEGACY_DATA,),
             allocated=FrozenMap({OLD: frozenset({1, 2, 3}), NEW: frozenset()}))]
+
+    def handed(self, state, successor):
+        return successor.consumed > state.consumed
 
     def is_terminal(self, state):
         """The switch never started, or it ended (DONE or rolled back): the rest is spent budgets."""

@@ -122,6 +122,8 @@ class V4Impl(V4Txn):
                 "first_snapshot_written": "Topic{topic}->>Topic{topic}", "abort_without_marker": "TC->>Topic{topic}",
                 "lwm_abort": "Topic{topic}->>Topic{topic}", "append_not_allowed": "Topic{topic}->>Client"}
 
+    action_kinds = {"deliver": ("deliver", "deliver_replay"), "skip": ("skip_aborted",)}
+
     def action_names(self):
         cfg = self.config
         names = set(super().action_names()) - {"seal", "append_rejected", "marker_rejected"} - set(self.OPTIONAL)
@@ -185,6 +187,12 @@ class V4Impl(V4Txn):
         if s.consumers:
             return consumers.deliveries(self, s, topic, pos)
         return super().deliveries(s, topic, pos)
+
+    def handed(self, state, successor):
+        """An entry newly received by a subscription, or put in a consumer's or the reader's receiver queue."""
+        grew = any(len(b.queue) > len(a.queue) for xs, ys in zip(state.consumers, successor.consumers)
+                   for a, b in zip(xs, ys))
+        return grew or len(successor.reader.queue) > len(state.reader.queue) or super().handed(state, successor)
 
     def is_terminal(self, state):
         return super().is_terminal(state) and not state.acking

@@ -84,6 +84,8 @@ class V4Txn(ComposedModel):
                                 "compares or names txn ids (models/v4txn/symmetry.py)"}
     hypothesis_bounds = {"txns": 3, "topics": 2, "writes": 2, "acks": 1, "nontxn": 2, "crashes": 2, "seals": 2,
                          "snapshots": 2}
+    action_kinds = {"deliver": ("deliver",), "skip": ("skip_aborted",)}
+
     def action_names(self):
         cfg = self.config
         blocked = cfg.seals and "off-segment-markers" not in self.fixes
@@ -148,6 +150,9 @@ class V4Txn(ComposedModel):
             prop=self.initial_prop(), crashes=0, seals=0, snapshots_taken=0, nontxn=0,
             decided=FrozenMap((t, ABORTED) for kind, t in log if kind == ABORT_MARKER),
         )]
+
+    def handed(self, state, successor):
+        return any(b.received - a.received for a, b in zip(state.subs, successor.subs))
 
     def is_terminal(self, state):
         """Every transaction the clients started has ended and nothing is in flight."""
