@@ -23,11 +23,40 @@ FINDINGS_DIR = Path(catalogue.__file__).parent  # findings/ in a checkout, pulsa
 EXPECTATIONS = FINDINGS_DIR / "expectations.json"
 
 
-# What users lose, most first (issue scale): acknowledged data lost or data delivered that must never be;
-# permanent unavailability or stuck progress without operator repair; temporary unavailability, or a loss
-# that needs an operator mistake or an unsupported step; no loss, a divergence from the text worth fixing.
 SEVERITIES = ("critical", "high", "medium", "low")
 OBSERVATION = "observation"  # a counterexample in which no user loses anything: kept, never counted as a finding
+
+# The severity rubric (docs/severity.md): a finding declares what users lose and the path that leads there, and
+# its severity is read off the two. What users lose, most first:
+LOSSES = {
+    "data": "acknowledged data lost or unreadable for good, or data delivered that must never be (an open or "
+            "aborted transaction's)",
+    "duplicates": "work done twice: acknowledged messages delivered again, or an application told that a "
+                  "committed transaction failed",
+    "stuck": "progress that stops for good without an operator's repair: writes, deliveries, a transaction, a read",
+    "delay": "a stall or an outage that ends on its own or with a routine step, or a wrong answer corrected later",
+    "leak": "resources held for good (metadata, memory) or a wrong figure, with data and progress unharmed",
+    "none": "nobody loses anything in the trace: an observation",
+}
+# The path, most common first. A design must survive crashes, failovers and its documented operator commands, so
+# those rate as the normal path does; only a mistake or an unsupported step lowers the severity, by one.
+PATHS = {
+    "normal": "no fault and no operator: concurrent clients, timeouts, topic moves and unloads",
+    "fault": "a crash, a restart, a lost session, a leader failover or a cluster going down",
+    "operator": "a documented operator command: a switch, rollback or close-client, a split or merge, a "
+                "subscription created, an upgrade",
+    "mistake": "an operator's or a user's mistake, or a step the text does not support",
+}
+RATING = {"data": "critical", "duplicates": "high", "stuck": "high", "delay": "medium", "leak": "low",
+          "none": OBSERVATION}
+
+
+def rated(loss: str, path: str) -> str:
+    """The severity the rubric gives a finding that loses ``loss`` on ``path``."""
+    severity = RATING[loss]
+    if path == "mistake" and severity in SEVERITIES:
+        return SEVERITIES[min(SEVERITIES.index(severity) + 1, len(SEVERITIES) - 1)]
+    return severity
 
 
 @attrs.frozen
@@ -39,8 +68,10 @@ class Finding:
     bounds: str
     length: int
     fix: str
-    severity: str  # one of SEVERITIES, or OBSERVATION
+    severity: str  # one of SEVERITIES, or OBSERVATION: ``rated(loss, path)``
     loses: str  # one line: what users lose (for an observation, why nobody does)
+    loss: str  # the class of what users lose: one of LOSSES
+    path: str  # how common the path to it is: one of PATHS
 
     @property
     def observation(self) -> bool:
@@ -71,9 +102,13 @@ def catalogue(model: str) -> list[Finding]:
                                   ("fix variant", f.fix, cls.variant_names())):
             if name not in known:
                 raise ModelDefinitionError(f"{path}: finding {f.name} names {what} {name!r}, which {model} lacks")
-        if f.severity not in (*SEVERITIES, OBSERVATION) or not f.loses:
-            raise ModelDefinitionError(f"{path}: finding {f.name} needs a severity ({', '.join(SEVERITIES)} or "
-                                       f"{OBSERVATION}) and what users lose")
+        if f.loss not in LOSSES or f.path not in PATHS or not f.loses:
+            raise ModelDefinitionError(f"{path}: finding {f.name} needs what users lose (loses, and loss: one of "
+                                       f"{', '.join(LOSSES)}) and its path (one of {', '.join(PATHS)})")
+        if f.severity != rated(f.loss, f.path):
+            raise ModelDefinitionError(f"{path}: finding {f.name} is rated {f.severity}; the rubric gives "
+                                       f"{rated(f.loss, f.path)} to a {f.loss} loss on a {f.path} path "
+                                       f"(docs/severity.md)")
     return found
 
 
