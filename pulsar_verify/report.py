@@ -294,7 +294,7 @@ def finding_section(cls: type[Model], f, table: dict | None = None) -> list[str]
     rel = f"findings/{cls.name}/{f.trace.name}"
     diagrams = sequence_diagrams(model, outcome.states, outcome.actions, prop, doc.get("loop"))
     lines = [f"### {f.title}", "",
-             f"**{f.severity.capitalize()}.** {f.loses[0].upper() + f.loses[1:]}.", "",
+             f"**{f.severity.capitalize()}** ({f.loss}, {f.path} path). {f.loses[0].upper() + f.loses[1:]}.", "",
              f"**Property:** `{f.property}` — {prop.statement}. **Bounds:** `{f.bounds}`. "
              f"**Counterexample:** {f.length} steps. "
              f"**Fix:** {fix}.", "",

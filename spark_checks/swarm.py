@@ -4,9 +4,9 @@ Walk ``i`` of a swarm with seed ``S`` draws every choice from ``random.Random(wa
 over successors listed in a fixed order, so a walk is the same in every process and on every
 engine: the in-process loop and the Spark job (one task per slice of walks) run the same
 ``walk`` function on the same model code and give the same answers. Each walk checks every
-invariant and action property at every step (and deadlocks) and stops at its first violation;
-the shortest counterexample of each property is kept and written as ITF, with the seed of the
-walk that found it.
+invariant and action property at every step (and deadlocks) and goes on past a violation, as the
+exhaustive search does, noting the first step at which it breaks each property; the shortest
+counterexample of each property is kept and written as ITF, with the seed of the walk that found it.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class Walk:
     seed: int
     init: int  # index into init_states()
     actions: tuple  # the actions taken, in order
-    violated: str | None  # the property the last step broke
+    violated: tuple = ()  # (property, steps): the first step of the walk that broke each property
 
 
 def walk(model: Model, seed: int, steps: int) -> Walk:
@@ -41,25 +41,28 @@ def walk(model: Model, seed: int, steps: int) -> Walk:
     inits = model.init_states()
     init = rng.randrange(len(inits))
     s = inits[init]
+    broken: dict[str, int] = {}
     for prop in model.invariants:
         if not prop.check(model, s):
-            return Walk(seed, init, (), prop.id)
+            broken.setdefault(prop.id, 0)
     taken = []
     for _ in range(steps):
         succ = model.successors(s)
         if not succ:
-            return Walk(seed, init, tuple(taken), None if model.is_terminal(s) else DEADLOCK.id)
+            if not model.is_terminal(s):
+                broken.setdefault(DEADLOCK.id, len(taken))
+            break
         succ = sorted(succ, key=lambda at: str(at[0]))  # the model's order may follow a salted set
         a, t = succ[rng.randrange(len(succ))]
         taken.append(a)
         for prop in model.action_properties:
             if not prop.check(model, s, a, t):
-                return Walk(seed, init, tuple(taken), prop.id)
+                broken.setdefault(prop.id, len(taken))
         for prop in model.invariants:
             if not prop.check(model, t):
-                return Walk(seed, init, tuple(taken), prop.id)
+                broken.setdefault(prop.id, len(taken))
         s = t
-    return Walk(seed, init, tuple(taken), None)
+    return Walk(seed, init, tuple(taken), tuple(broken.items()))
 
 
 def _walks(spec, seed, steps, indexes):
@@ -107,14 +110,15 @@ def swarm(model: Model, *, walks: int, steps: int, seed: int, engine: str = "loc
         done = list(_walks(spec, seed, steps, range(walks)))
     result = SwarmResult(model.name, model.config.variant_name, model.config.as_dict(), engine, walks, steps, seed)
     result.total_steps = sum(len(w.actions) for w in done)
-    best: dict[str, Walk] = {}
+    best: dict[str, tuple[int, Walk]] = {}
     for w in done:  # the shortest per property; ties go to the earlier walk
-        if w.violated and (w.violated not in best or len(w.actions) < len(best[w.violated].actions)):
-            best[w.violated] = w
-    for pid, w in best.items():
+        for pid, length in w.violated:
+            if pid not in best or length < best[pid][0]:
+                best[pid] = (length, w)
+    for pid, (length, w) in best.items():
         prop = DEADLOCK if pid == DEADLOCK.id else model.property(pid)
-        states = states_along(model, model.init_states()[w.init], w.actions)
-        result.violations.append(Violation(prop, states, list(w.actions)))
+        states = states_along(model, model.init_states()[w.init], w.actions[:length])
+        result.violations.append(Violation(prop, states, list(w.actions[:length])))
         result.seeds[pid] = w.seed
     result.violations.sort(key=lambda v: (v.length, v.prop.id))
     result.seconds = time.perf_counter() - started

@@ -23,7 +23,7 @@ MODELS = [cls for cls in registry.all_models() if catalogue(cls.name)]
 def test_every_finding_is_drawn_with_its_replay_commands(cls):
     for f in catalogue(cls.name):
         text = "\n".join(finding_section(cls, f))
-        assert f.title in text and f"**{f.severity.capitalize()}.**" in text
+        assert f.title in text and f"**{f.severity.capitalize()}** ({f.loss}, {f.path} path)." in text
         diagrams = [d.split("```", 1)[0] for d in text.split("```mermaid\n")[1:]]
         assert all("sequenceDiagram\n" in d for d in diagrams)
         assert sum(d.count("->>") for d in diagrams) == f.length
