@@ -213,7 +213,7 @@ PROPERTIES.invariant("created-when-propagated", "The operator's createSubscripti
         created_when_propagated)
 PROPERTIES.invariant("no-message-loss", "Every acknowledged message is delivered, or still in the backlog, of every "
                      "subscription that existed when it was acknowledged",
-                     "Split Protocol: 'guarantee that no messages are lost'")(no_message_loss)
+                     "Split Protocol: 'guarantee that no messages are lost'", about=("deliver",))(no_message_loss)
 PROPERTIES.action_property("per-key-order", "The stream subscription receives each key's messages in publish order, "
                            "across splits and merges",
                            "Consumer Assignment: StreamConsumer (ordered) and 'getLineage ... catch-up reads'",
@@ -240,7 +240,7 @@ PROPERTIES.leads_to("writable-coverage", "Every hash again has a writable segmen
                     trigger=stranded, fair=SYSTEM)
 PROPERTIES.leads_to("acked-delivered", "Every acknowledged message is eventually delivered to every subscription "
                     "that existed when it was acknowledged", "Split Protocol: 'no messages are lost'",
-                    trigger=lambda m, s: bool(undelivered(s)), fair=SYSTEM)
+                    trigger=lambda m, s: bool(undelivered(s)), fair=SYSTEM, about=("deliver",))
 PROPERTIES.leads_to("departed-consumers-evicted", "A consumer that leaves and does not come back is evicted: its "
                     "registration is deleted after its grace period (so its segments go to the others), unless it "
                     "reconnects to the leader",

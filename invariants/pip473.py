@@ -63,7 +63,7 @@ def committed_never_filtered(m, s, a, t):
                       "No transactional entry is delivered to one subscription (or before a broker restart) and "
                       "skipped as aborted by another (or after)",
                       "Recovery: 'the participant re-derives state from the header on restart'; Why this works: "
-                      "'Sealed parents and live children both consult the same metadata'")
+                      "'Sealed parents and live children both consult the same metadata'", about=("deliver", "skip"))
 def dispatch_decisions_agree(m, s):
     received, filtered = set(), set()
     n = m.config.subs + m.config.late_subs

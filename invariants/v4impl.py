@@ -69,7 +69,7 @@ PROPERTIES.leads_to("plain-message-delivered",
                     "transactions around it do",
                     "Background: the TB 'gates the dispatcher's read horizon (maxReadPosition)'; an open "
                     "transaction holds it only until it ends",
-                    trigger=_plain_unread, fair=SYSTEM)
+                    trigger=_plain_unread, fair=SYSTEM, about=("deliver",))
 
 
 def standing_ack(s, txn, topic, pos) -> bool:

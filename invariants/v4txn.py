@@ -173,7 +173,8 @@ PROPERTIES.action_property("crashed-broker-serves-nothing",
 PROPERTIES.leads_to("committed-entries-delivered",
                     "Once a txn commits, its subscription eventually receives all its entries, across crashes, "
                     "reloads and seals",
-                    SEC_TB, trigger=undelivered_none_open, goal=lambda m, s: not undelivered(m, s), fair=SYSTEM)
+                    SEC_TB, trigger=undelivered_none_open, goal=lambda m, s: not undelivered(m, s), fair=SYSTEM,
+                    about=("deliver",))
 PROPERTIES.leads_to("sends-complete",
                     "A producer's transactional send never hangs: it is eventually appended, or refused "
                     "(TopicTerminated), or fails with the broker",

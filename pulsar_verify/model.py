@@ -173,14 +173,16 @@ class PropertySet:
         return register
 
     def leads_to(self, id: str, statement: str, section: str, *, fair: Iterable[str], goal: Callable | None = None,
-                 trigger: Callable | None = None) -> None:
+                 trigger: Callable | None = None, about: Iterable[str] = ()) -> None:
         """Declare ``trigger ~> goal``, assuming the ``fair`` actions weakly fair. Default trigger: every
-        state; default goal: the trigger no longer holds (``Released``: evaluated once with it)."""
+        state; default goal: the trigger no longer holds (``Released``: evaluated once with it). ``about``: the
+        kinds of action whose coming it promises."""
         if goal is None:
             if trigger is None:
                 raise ModelDefinitionError(f"liveness property {id!r} has neither a trigger nor a goal")
             goal = Released(trigger)
-        self.items.append(Property(id, statement, section, "liveness", trigger=trigger, goal=goal, fair=tuple(fair)))
+        self.items.append(Property(id, statement, section, "liveness", trigger=trigger, goal=goal, fair=tuple(fair),
+                                   about=frozenset(about)))
 
     def target(self, name: str, statement: str, source: str):
         """Declare a target (``pulsar_verify.target``): ``fn(model, state)`` holds in the state described."""
