@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -142,13 +143,33 @@ def test_variants_of_has_all_fixes_whenever_there_is_a_fix():
     assert names == ["as-written", "one", "all-fixes", "m"]
 
 
+# (model, variant, bound set) -> the actions the model declares there that the whole search never takes, for the
+# baseline and every fix together: a listed action is out of reach at those bounds (its budget is 0, or the
+# variant does not reach it there); one that stops firing (a weakened fault model, a guard never true) fails
+NEVER_FIRED = json.loads((Path(__file__).parent / "never_fired.json").read_text())
+
+
+def never_fired(name: str, variant: str, preset: str) -> list[str]:
+    return NEVER_FIRED.get(name, {}).get(variant, {}).get(preset, [])
+
+
 @pytest.mark.parametrize("name,preset", IN_PROCESS, ids=[f"{n}-{p}" for n, p in IN_PROCESS])
 def test_all_fixes_holds_every_property(name, preset):
-    """``all-fixes`` is a claim: every property, liveness included, at every in-process bound set."""
+    """``all-fixes`` is a claim: every property, liveness included, at every in-process bound set; and every
+    action the model declares there fires but those listed in ``never_fired.json``."""
     cls = registry.model_class(name)
     result, _ = explore(cls(cls.make_config(cls.best_variant(), preset=preset)))
     assert result.complete and (result.liveness_checked or all(kind != "liveness" for _, kind in result.properties))
     assert [(v.prop.id, v.length) for v in result.violations] == []
+    assert result.never_fired == never_fired(name, cls.best_variant(), preset)
+
+
+@pytest.mark.parametrize("name,preset", IN_PROCESS, ids=[f"{n}-{p}" for n, p in IN_PROCESS])
+def test_as_written_fires_every_action_but_those_listed(name, preset):
+    """The baseline's whole search (a violating state expanded too) takes every action the model declares at the
+    bound set but those listed in ``never_fired.json``: no action is hidden behind another property's violation."""
+    baseline = registry.model_class(name).baseline()
+    assert explored(name, baseline, preset).never_fired == never_fired(name, baseline, preset)
 
 
 def test_expectations_record_every_property_and_no_violation_of_all_fixes():
