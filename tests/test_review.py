@@ -220,3 +220,18 @@ def test_a_mutant_stops_once_it_breaks_what_it_is_recorded_to_break(tmp_path):
     assert sorted(wrong) == sorted(registry.model_class("pip-373").in_process_presets())
     assert all(r.complete and not r.stopped for r in wrong.values())
     assert _verdicts(wrong)[MUTANT]["flag-never-cleared"] == HOLDS
+
+
+def test_a_mutant_search_is_cut_past_its_state_budget_and_what_it_left_is_open(tmp_path, monkeypatch):
+    """A mutant's run stops past ``review.MUTANT_MAX_STATES`` states: it says where it stopped, keeps what it
+    found violated, and its other properties are open (not searched whole), never ``holds``."""
+    from pulsar_verify import review
+    from pulsar_verify.report import HOLDS, OPEN, VIOLATED
+
+    monkeypatch.setattr(review, "MUTANT_MAX_STATES", 40)
+    out = review._one_run("pip-373", MUTANT, "default", "local", tmp_path / "staging", tmp_path / "out")
+    assert not out.complete and out.stopped == "max states 40" and out.distinct_states >= 40
+    got = _verdicts({"default": out}, {("pip-373", MUTANT)})
+    assert HOLDS not in got[MUTANT].values() and set(got[MUTANT].values()) <= {OPEN, VIOLATED}
+    plain = review._one_run("pip-373", "all-fixes", "default", "local", tmp_path / "s2", tmp_path / "o2")
+    assert plain.complete and plain.distinct_states > 40
