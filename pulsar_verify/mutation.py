@@ -62,7 +62,7 @@ SCORES = ROOT / "tests" / "mutation" / "scores.json"  # the last full run's scor
 PER_MODEL = 30  # mutants chosen per model
 SKIP_FILES = {"__init__.py", "symmetry.py"}  # symmetry.py: the reduction, checked by tests/test_symmetry.py
 # the checker's bookkeeping, and the PIP's protobuf schema as written (models/pip477/proto.py)
-SKIP_FUNCTIONS = {"action_names", "canonicalize", "is_terminal", "__repr__", "__str__", "_declare_schema"}
+SKIP_FUNCTIONS = {"action_names", "canonicalize", "is_terminal", "handed", "__repr__", "__str__", "_declare_schema"}
 SWITCHBOARD = ("fixes", "variant")  # attributes that select a variant: not protocol logic
 
 # -- the operators ---------------------------------------------------------------------------------

@@ -351,7 +351,8 @@ def test_review_writes_a_report(tmp_path):
     assert "[`toy-lock`](toy-lock.md)" in (tmp_path / "index.md").read_text()
     page = (tmp_path / "toy-lock.md").read_text()
     [run] = [line for line in page.splitlines() if line.startswith("| `as-written` | `default` | local |")]
-    assert run.startswith("| `as-written` | `default` | local | 17 | 6 |") and run.endswith("| mutual-exclusion |")
+    assert run.startswith("| `as-written` | `default` | local | 23 | 9 |")
+    assert run.endswith("| mutual-exclusion, critical-released |")
     assert page.index("## Properties by variant") < page.index("<summary>Every run (4)</summary>")
     assert (tmp_path / "toy-lock" / "as-written" / "default" / "local" / "mutual-exclusion.itf.json").exists()
     assert cli("review", "--models", "nope").returncode == 2

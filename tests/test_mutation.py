@@ -107,8 +107,10 @@ def test_early_stop_decides_as_the_whole_search_does():
         whole = pool.map(_decide, [(m, runs, base, False) for m in every], chunksize=1)
     assert [(r["status"], r.get("run")) for r in early] == [
         ("survived" if r["status"] == "not-reached" else r["status"], r.get("run")) for r in whole]
-    statuses = {r["status"] for r in early}
-    assert {"killed", "survived"} <= statuses
+    # The three mutants of critical-released's declaration survived while the search stopped at mutual-exclusion's
+    # first violation (beyond it, as written, the processes can take turns so that one is always critical): the
+    # whole search breaks it as written, so dropping or inverting it now changes a verdict.
+    assert {r["status"] for r in early} == {"killed"}
     by_change = {(m.where, m.before, m.after): r for m, r in zip(every, early)}
     never_request = by_change["actions", "pc == IDLE", "pc != IDLE"]
     assert never_request["status"] == "killed" and never_request["changed"] == "deadlock: holds -> violated in 0"
