@@ -281,6 +281,24 @@ def test_an_observation_breaks_no_other_property_along_its_trace(finding):
     assert broken == {finding.property}
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_promise_of_delivery_is_met_only_by_a_delivery(name):
+    """A liveness property about deliveries (``about=("deliver",)``) is released only by a delivery: a step of
+    the ``deliver`` kind, or one that hands a consumer or a reader an entry. No other step (a crash, a cursor
+    move, a subscription leaving) can meet it without the delivery its statement promises (same runs as the
+    test above)."""
+    cls = registry.model_class(name)
+    promises = [p for p in cls.declared_properties() if p.kind == "liveness" and "deliver" in p.about]
+    deliver = cls.labels_of(["deliver"])
+    for variant in {cls.baseline(), cls.best_variant()} - {None} if promises else ():
+        for preset in cls.in_process_presets():
+            for model, s, a, t in _steps(name, preset, variant):
+                for p in promises:
+                    if (p.trigger is None or p.trigger(model, s)) and not p.goal(model, s) and p.goal(model, t):
+                        assert a.name in deliver or model.handed(s, t), \
+                            f"{name} {variant} {preset}: {a} meets {p.id} delivering nothing"
+
+
 KERNEL_VARIANTS = {"as-written", "all-fixes"}  # every model with a fix has both (model.variants_of)
 ENCODED = {"pip373": "pip-373", "pip468": "pip-468", "pip473": "pip-473", "pip477": "pip-477", "v4txn": "v4-txn",
            "v4impl": "v4-impl"}
