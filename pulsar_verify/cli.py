@@ -174,14 +174,15 @@ def parser() -> argparse.ArgumentParser:
     mu = sub.add_parser("mutation", help="mutation score: small changes to the models' code, each run until a "
                                          "verdict changes (exit 1 when a model's score drops below its floor)")
     mu.add_argument("models", nargs="*", help="model names (default: every model)")
-    mu.add_argument("--mutants", type=_positive, default=30, help="mutants chosen per model (default 30)")
+    mu.add_argument("--mutants", type=_positive, default=100, help="mutants drawn per model (default 100)")
+    mu.add_argument("--seed", type=int, help="the draw (default: a fresh one, printed and recorded in the report)")
     mu.add_argument("--workers", type=_positive, default=os.cpu_count() or 1,
                     help="processes, one mutant each at a time (default: one per core)")
     mu.add_argument("--out", type=Path, default=Path("mutation"), help="where mutation.json and mutation.md go")
     mu.add_argument("--record", action="store_true",
                     help="record this run's scores as the floors (tests/mutation/scores.json), deliberately")
     mu.add_argument("--only", action="append", default=[], metavar="MUTANT",
-                    help="run only this chosen mutant (repeatable): a partial run, which records no floor")
+                    help="run only this mutant (repeatable): a partial run, which records no floor")
     return p
 
 
@@ -444,11 +445,14 @@ def cmd_mutation(args) -> int:
     only = frozenset(args.only)
     if only and args.record:
         raise UsageError("--record with --only: a partial run's score is no floor")
-    unknown = sorted(only - {mu.id for name in names for mu in mutation.chosen(name, args.mutants)})
+    unknown = sorted(only - {mu.id for name in names for mu in mutation.all_mutants(name)})
     if unknown:
-        raise UsageError(f"--only {unknown[0]}: not one of the {args.mutants} mutants chosen for {', '.join(names)}")
+        raise UsageError(f"--only {unknown[0]}: no mutant of {', '.join(names)} has that name")
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    if not only:
+        print(f"mutants drawn with --seed {seed}", file=sys.stderr, flush=True)
     with replacing(args.out) as staging:
-        report = mutation.harness(names, count=args.mutants, workers=args.workers, only=only,
+        report = mutation.harness(names, count=args.mutants, workers=args.workers, only=only, seed=seed,
                                   progress=lambda line: print(line, file=sys.stderr, flush=True))
         low = mutation.below_floor(report)
         report["below_floor"] = low

@@ -47,6 +47,7 @@ import time
 import tomllib
 import traceback
 from hashlib import blake2b
+from math import comb
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -59,7 +60,8 @@ from .outdir import write_text
 ROOT = Path(__file__).resolve().parent.parent
 ACCEPTED = ROOT / "tests" / "mutation" / "accepted.toml"
 SCORES = ROOT / "tests" / "mutation" / "scores.json"  # the last full run's score per model: the floor
-PER_MODEL = 30  # mutants chosen per model
+PER_MODEL = 100  # mutants drawn per model
+FLOOR_CONFIDENCE = 0.01  # a score is below its floor when a draw this low has less than 1% chance at the floor's rate
 SKIP_FILES = {"__init__.py", "symmetry.py"}  # symmetry.py: the reduction, checked by tests/test_symmetry.py
 # the checker's bookkeeping, and the PIP's protobuf schema as written (models/pip477/proto.py)
 SKIP_FUNCTIONS = {"action_names", "canonicalize", "is_terminal", "handed", "__repr__", "__str__", "_declare_schema"}
@@ -344,10 +346,16 @@ def all_mutants(model: str) -> list[Mutant]:
     return out
 
 
-def chosen(model: str, count: int = PER_MODEL) -> list[Mutant]:
+def chosen(model: str, count: int = PER_MODEL, seed: int | None = None) -> list[Mutant]:
     """``count`` mutants spread over the model's files and operators: files in turn, and in each
-    file the operators in turn, each operator's mutants in the order of a stable digest of their
-    names (so the choice is the same in every process and moves little when code is added)."""
+    file the operators in turn, each operator's mutants in the order of a digest of their names and
+    ``seed``: each seed draws another sample, the same in every process (no seed: the order of the names'
+    own digests, which moves little when code is added, for naming one mutant in a test or a note)."""
+    salt = "" if seed is None else f"{seed}|"
+
+    def rank(text: str) -> bytes:
+        return blake2b(f"{salt}{text}".encode(), digest_size=8).digest()
+
     by_file: dict[str, dict[str, list[Mutant]]] = {}
     for m in all_mutants(model):
         by_file.setdefault(m.path, {}).setdefault(m.op, []).append(m)
@@ -355,8 +363,8 @@ def chosen(model: str, count: int = PER_MODEL) -> list[Mutant]:
     for path in sorted(by_file):
         ops = by_file[path]
         for op in ops:
-            ops[op].sort(key=lambda m: blake2b(m.id.encode(), digest_size=8).digest())
-        order = sorted(ops, key=lambda op: blake2b(f"{path}|{op}".encode(), digest_size=8).digest())
+            ops[op].sort(key=lambda m: rank(m.id))
+        order = sorted(ops, key=lambda op: rank(f"{path}|{op}"))
         queue = []
         while any(ops[op] for op in order):
             queue.extend(ops[op].pop(0) for op in order if ops[op])
@@ -596,16 +604,16 @@ def score(records: list[dict], notes: dict[str, dict]) -> dict:
     return counts
 
 
-def harness(models: list[str], *, count: int = PER_MODEL, workers: int | None = None,
+def harness(models: list[str], *, count: int = PER_MODEL, workers: int | None = None, seed: int | None = None,
             progress: Callable[[str], None] = lambda line: None, only: frozenset = frozenset()) -> dict:
-    """Every chosen mutant of each model (or those of them ``only`` names: a partial run, to see what a
-    new property kills), over ``workers`` processes (default: every core)."""
+    """Every mutant ``seed`` draws for each model (or those of them ``only`` names: a partial run, to see what
+    a new property kills), over ``workers`` processes (default: every core)."""
     started = time.perf_counter()
     workers = workers or os.cpu_count() or 1
     ctx = multiprocessing.get_context("spawn")
     runs = {m: plan(m) for m in models}
-    mutants = {m: [mu for mu in chosen(m, count) if not only or mu.id in only] for m in models}
-    report: dict = {"workers": workers, "per_model": count, "models": {}}
+    mutants = {m: [mu for mu in all_mutants(m) if mu.id in only] if only else chosen(m, count, seed) for m in models}
+    report: dict = {"workers": workers, "per_model": count, "seed": seed, "models": {}}
     if only:
         report["only"] = sorted(only)
     every = [(m, run) for m in models for run in runs[m]]
@@ -638,11 +646,24 @@ def recorded(path: Path = SCORES) -> dict[str, dict]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def _at_most(k: int, n: int, rate: float) -> float:
+    """The chance of at most ``k`` kills among ``n`` mutants each killed with probability ``rate``."""
+    return sum(comb(n, i) * rate ** i * (1 - rate) ** (n - i) for i in range(k + 1))
+
+
 def below_floor(report: dict, path: Path = SCORES) -> list[str]:
-    """The models whose score dropped below the one recorded for as many mutants."""
+    """The models whose kill rate is below the recorded one beyond chance: a draw of other mutants (another
+    seed, another count) is compared by its rate, not by the names of its mutants, and fails when so few
+    kills had less than ``FLOOR_CONFIDENCE`` chance at the recorded rate."""
     low = recorded(path)
-    return [f"{m}: {r['score']['score']}% < {low[m]['score']}% recorded" for m, r in report["models"].items()
-            if m in low and low[m]["mutants"] == r["score"]["mutants"] and r["score"]["score"] < low[m]["score"]]
+    out = []
+    for m, r in report["models"].items():
+        s = r["score"]
+        judged = s["mutants"] - s["equivalent"]
+        if m in low and judged and _at_most(s["killed"], judged, low[m]["score"] / 100) < FLOOR_CONFIDENCE:
+            out.append(f"{m}: {s['score']}% of {judged} < {low[m]['score']}% recorded "
+                       f"(p < {FLOOR_CONFIDENCE} at that rate)")
+    return out
 
 
 def record(report: dict, path: Path = SCORES) -> None:
@@ -655,7 +676,8 @@ def markdown(report: dict) -> str:
     lines = ["# Mutation score", "",
              (f"Only {', '.join(report['only'])} of the {report['per_model']} mutants chosen per model (a partial "
               f"run: its scores count these alone), run on " if report.get("only") else
-              f"{report['per_model']} mutants per model, run on ") + f"{report['workers']} processes in "
+              f"{report['per_model']} mutants per model (drawn with seed {report.get('seed')}), run on ")
+             + f"{report['workers']} processes in "
              f"{report['seconds']:.0f} s. A mutant is killed when a verdict or a shortest counterexample "
              "length changes; a crash of the mutated model is counted apart (killed-by-exception) and is "
              "not a kill. Score: killed / (mutants - equivalent).", "",
