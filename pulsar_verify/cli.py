@@ -302,10 +302,10 @@ def human_summary(model, r: Result) -> str:
         lines.append("  NEVER FIRED (check the model): " + ", ".join(r.never_fired))
     if model.liveness and not r.liveness_checked:
         lines.append("  liveness: not checked (exploration incomplete, or --no-liveness)")
+    shown = {"violated": "VIOLATED", "holds": "holds   ", "not checked": "not checked"}
     for pid, _ in r.properties:
-        verdict = r.verdict(pid)
-        lines.append(f"  VIOLATED {pid}" if verdict == "violated" else f"  holds    {pid}" if verdict == "holds"
-                     else f"  {verdict}: {pid}" if r.scope and verdict != "not checked" else f"  {verdict} {pid}")
+        verdict = r.verdict(pid)  # or "holds up to ..." for a cut search
+        lines.append(f"  {shown[verdict]} {pid}" if verdict in shown else f"  {verdict}: {pid}")
     paths = iter(r.trace_files)  # one per violation with a counterexample, in order
     for v in r.violations:
         if not v.traced:

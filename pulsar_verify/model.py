@@ -55,8 +55,7 @@ class ModelDefinitionError(UsageError):
 # constrains every action of it, so an action added to the kind later is constrained without a word more.
 ACTION_KINDS = {
     "deliver": "puts an entry where a consumer or a reader takes it: dispatch, replay, redelivery, a reader's read",
-    "skip": "has a dispatcher pass over an entry, as aborted or otherwise, without delivering it",
-    "answer": "tells a client the outcome of its request: a reply, a refusal, an error",
+    "skip": "has a dispatcher pass over an entry as aborted (filter it), without delivering it",
 }
 
 

@@ -356,3 +356,14 @@ def test_review_writes_a_report(tmp_path):
     assert page.index("## Properties by variant") < page.index("<summary>Every run (4)</summary>")
     assert (tmp_path / "toy-lock" / "as-written" / "default" / "local" / "mutual-exclusion.itf.json").exists()
     assert cli("review", "--models", "nope").returncode == 2
+
+
+def test_a_cut_search_never_prints_a_bare_holds(tmp_path):
+    """A search a bound cut short says how far it went in every verdict it gives, on screen and in summary.json."""
+    proc = cli("explore", "toy-lock", "--variant", "atomic-acquire", "--max-depth", "2", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "  holds up to depth 2, 6 states: max depth 2: mutual-exclusion" in proc.stdout
+    assert "  holds    " not in proc.stdout
+    verdicts = json.loads((tmp_path / "summary.json").read_text())["verdicts"]
+    assert verdicts["mutual-exclusion"] == "holds up to depth 2, 6 states: max depth 2"
+    assert verdicts["critical-released"] == "not checked"
