@@ -6,10 +6,10 @@ The old search is the explorer with the model's successor function refusing a vi
 check notes the states it fails (by identity until the state is expanded, and by fingerprint) and
 ``successors`` returns none for those, which is what the old loop did (``is_terminal`` too, so no deadlock is
 reported there); before the liveness check, those states leave the graph, as the old loop never entered them.
-Both sides run the same compiled or source code and pay for each invariant once. Printed per case: states, transitions and
-liveness edges of both, their ratio, the CPU and wall seconds (median of ``--repeat`` alternated pairs), the
-verdicts that differ and the actions that fired only in the whole search. The machine's load (``uptime``) is
-printed first and last.
+Both sides run the same compiled or source code and pay for each invariant once. Printed per case: the states of
+both and their ratio, the CPU and wall seconds (median of ``--repeat`` alternated pairs), the verdicts that differ
+and the actions that fired only in the whole search (``--json`` adds transitions and liveness edges). The
+machine's load (``uptime``) is printed first and last.
 
     python bench/continue_cost.py                       # every model, every in-process bound set
     python bench/continue_cost.py --case pip-477/cursor --repeat 5

@@ -1,7 +1,8 @@
 """The design-review run (the main job): every model, variant and bound set explored (or known to be
 as-written's or all-fixes' run at those bounds, ``_reuse``; a mutant only until it has broken what it is
-recorded to break, ``_mutant_runs``, and over at most ``MUTANT_MAX_STATES`` states), Hypothesis on as-written and all-fixes, the Z3 obligations, then the
-report (``report``) and the comparison with the recorded verdicts. Everything it reads is checked before the
+recorded to break, ``_mutant_runs``, and over at most ``MUTANT_MAX_STATES`` states), Hypothesis on
+as-written and all-fixes, the Z3 obligations, then the report (``report``) and the comparison with the
+recorded verdicts. Everything it reads is checked before the
 first exploration; the report directory is replaced whole when the run ends, or left as it was."""
 from __future__ import annotations
 

@@ -15,8 +15,9 @@ summaries from the checkpoint directory); task ``q`` of level ``d``:
 2. **check**: decodes each new state once, checks the invariants and computes its liveness
    labels, and writes the level's links and the grown visited set for ``q`` (``checkpoint.py``);
 3. **expand**: computes the successors of the new states (a violating state is expanded like any
-   other, as in-process, so every verdict covers the whole reachable space), checks action properties and deadlocks where parent,
-   action and successor meet, and ships the locally distinct successors to their partitions:
+   other, as in-process, so every verdict covers the whole reachable space), checks action
+   properties and deadlocks where parent, action and successor meet, and ships the locally
+   distinct successors to their partitions:
    the next level's input. It encodes and ships none its receiver would drop: none in the visited
    sets it can read (its own, and the other partitions' of the last committed level), none it
    shipped already from a smaller parent.
