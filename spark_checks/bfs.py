@@ -349,7 +349,7 @@ def _advance(job, q: int, shuffled):
     for fp, broken in sorted(found):
         for pid in broken:
             first.setdefault(pid, fp)
-    write_summary(ckpt.summary(here, q), {**summary, "bad": len(found), "found": first, "examples": examples})
+    write_summary(ckpt.summary(here, q), {**summary, "found": first, "examples": examples})
 
 
 @_without_gc
@@ -364,7 +364,7 @@ def _prime(job, q: int):
     table = pq.read_table(links.path, filesystem=links.fs, columns=["fp", "state"])
     states = ((fp, decode(data)) for fp, data in rows(table, table.column_names))
     summary = yield from _expand(model, states, parts, ckpt.edges_file(level, q) if graph else None, known)
-    write_summary(ckpt.summary(ckpt.prime_dir(level), q), {"new": 0, "bad": 0, "found": {}, **summary})
+    write_summary(ckpt.summary(ckpt.prime_dir(level), q), {"new": 0, "found": {}, **summary})
 
 
 # -- the search ------------------------------------------------------------------------------------

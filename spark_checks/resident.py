@@ -126,8 +126,7 @@ class _Task:
                 "labels": [_labels(model, s) for s in states] if self.graph else [None] * len(frontier), "bad": bads,
                 "state": [encode(s) for s in states] if checkpoint else [None] * len(frontier)}
         write_table(self.ckpt.links(self.ckpt.level_dir(level), self.q), cols, links_schema())
-        return to_expand, {"new": len(frontier), "bad": sum(bads), "found": first, "examples": examples,
-                      "checkpoint": checkpoint}
+        return to_expand, {"new": len(frontier), "found": first, "examples": examples, "checkpoint": checkpoint}
 
     def expand(self, level: int, to_expand: list, met: set) -> tuple[dict, dict]:
         """Step 2: the successors met here first, fp -> (parent, action, state), and the expansion's
@@ -227,7 +226,7 @@ class _Task:
         to_expand, owned = self.primed()
         met = set(owned.tolist())
         total, since = self.states, time.perf_counter()
-        summary, where = {"new": 0, "bad": 0, "found": {}, "examples": {}}, ckpt.prime_dir(level)
+        summary, where = {"new": 0, "found": {}, "examples": {}}, ckpt.prime_dir(level)
         while True:
             if self.max_depth is not None and level >= self.max_depth:  # checked, not expanded
                 return write_summary(ckpt.summary(where, q), summary)
@@ -263,7 +262,7 @@ class _Task:
             write_summary(ckpt.summary(where, q), summary)
             where = ckpt.level_dir(level)
             if count == 0:  # nothing new: the search is complete
-                return write_summary(ckpt.summary(where, q), {"new": 0, "bad": 0, "found": {}, "examples": {}})
+                return write_summary(ckpt.summary(where, q), {"new": 0, "found": {}, "examples": {}})
             self.spent["exchange"] += time.perf_counter() - clock
             clock = time.perf_counter()
             to_expand, summary = self.check(level, frontier, checkpoint)
