@@ -256,6 +256,14 @@ def test_every_delivery_is_of_the_deliver_kind_and_only_deliveries_meet_a_promis
     assert handing == deliver, name
 
 
+def test_a_delivery_path_left_out_of_the_deliver_kind_is_caught(monkeypatch):
+    """v4-impl declared as before this check: ``deliver_replay`` of no kind, so ``read-committed`` would not judge it."""
+    cls = registry.model_class("v4-impl")
+    monkeypatch.setattr(cls, "action_kinds", {**cls.action_kinds, "deliver": ("deliver",)})
+    with pytest.raises(AssertionError, match="deliver_replay.* hands an entry, of no deliver kind"):
+        test_every_delivery_is_of_the_deliver_kind_and_only_deliveries_meet_a_promise_of_one("v4-impl")
+
+
 KERNEL_VARIANTS = {"as-written", "all-fixes"}  # every model with a fix has both (model.variants_of)
 ENCODED = {"pip373": "pip-373", "pip468": "pip-468", "pip473": "pip-473", "pip477": "pip-477", "v4txn": "v4-txn",
            "v4impl": "v4-impl"}
