@@ -184,6 +184,41 @@ def test_expectations_record_every_property_and_no_violation_of_all_fixes():
         assert set(recorded[name]["all-fixes"].values()) == {"holds"}, name
 
 
+def test_a_severity_off_the_rubric_is_refused(tmp_path, monkeypatch):
+    """A finding's severity is the rubric's for its loss and path (docs/severity.md), never one typed apart."""
+    from pulsar_verify import findings
+    entry = {"name": "n", "title": "t", "property": "mutual-exclusion", "bounds": "default", "length": 6,
+             "fix": "atomic-acquire", "severity": "critical", "loss": "data", "path": "normal", "loses": "x"}
+    (tmp_path / "toy-lock").mkdir()
+    monkeypatch.setattr(findings, "FINDINGS_DIR", tmp_path)
+    for changed, ok in (({}, True), ({"severity": "high"}, False), ({"path": "mistake"}, False),
+                        ({"path": "mistake", "severity": "high"}, True), ({"loss": "lost"}, False),
+                        ({"loss": "none", "severity": "observation"}, True)):
+        (tmp_path / "toy-lock" / "index.json").write_text(json.dumps([{**entry, **changed}]))
+        if ok:
+            assert [f.severity for f in findings.catalogue("toy-lock")] == [changed.get("severity", "critical")]
+        else:
+            with pytest.raises(ModelDefinitionError):
+                findings.catalogue("toy-lock")
+
+
+OBSERVATIONS = [f for name in NAMES for f in catalogue(name) if f.observation]
+
+
+@pytest.mark.parametrize("finding", OBSERVATIONS, ids=lambda f: f.name)
+def test_an_observation_breaks_no_other_property_along_its_trace(finding):
+    """Nobody loses anything in an observation's trace: no state or step of it breaks a property of the model
+    other than the observation's own."""
+    from pulsar_verify.replay import load, model_for, replay
+    model = model_for(load(finding.trace), finding.trace)
+    outcome = replay(finding.trace)
+    states, actions = outcome.states, outcome.actions
+    broken = {p.id for s in states for p in model.invariants if not p.check(model, s)}
+    broken |= {p.id for s, a, t in zip(states, actions, states[1:]) for p in model.action_properties
+               if not p.check(model, s, a, t)}
+    assert broken == {finding.property}
+
+
 FINDING_BOUNDS = sorted({(name, f.bounds) for name in NAMES for f in catalogue(name)})
 
 
