@@ -132,6 +132,14 @@ def assignment_exclusive(m, s):
     return len(seen) == len(set(seen))
 
 
+def segment_owned_once(m, s):
+    """The views of the consumers connected to a controller broker (what each acts on: ``readable`` in
+    ``models/pip468/clients.py`` reads them) share no active segment."""
+    active = {seg.segment_id for seg in s.layout.active_segments}
+    seen = [seg for x in s.consumers if x.broker is not None for seg in x.view if seg in active]
+    return len(seen) == len(set(seen))
+
+
 def reconnect_keeps_assignment(m, s, a, t):
     """The leader's assignment, and the registration writes it has issued, are as they were."""
     if a.param("consumer") not in s.ctrls[s.lock].members:
@@ -221,6 +229,10 @@ PROPERTIES.action_property("per-key-order", "The stream subscription receives ea
 PROPERTIES.invariant("assignment-exclusive", "No segment is in two consumers' persisted assignments",
                      "Consumer Assignment: 'Each active segment is owned by exactly one consumer at any time'")(
         assignment_exclusive)
+PROPERTIES.invariant("segment-owned-once", "No active segment is in the assignments of two connected stream "
+                     "consumers: what each acts on, not only what is persisted",
+                     "Consumer Assignment: 'Each active segment is owned by exactly one consumer at any time to "
+                     "preserve per-segment ordering'")(segment_owned_once)
 PROPERTIES.action_property("reconnect-keeps-assignment", "A consumer reconnecting within its grace period changes "
                            "no assignment", "Consumer Session Lifecycle: 'resumes with the same persisted assignment "
                            "— no rebalance, no other consumer disturbed'", on=("connect",))(

@@ -14,8 +14,8 @@ state that each step of the model is one of these steps (or changes none of thei
 proof over them sound for the model. Writes are not fenced here: the claim holds for stale leaders' writes too.
 
 As written the claim is not inductive: the counterexample to induction is one consumer's write landing while
-another consumer's registration still holds the segment (the explorer's observation
-``registrations-written-one-key-at-a-time``). With the fix it is, strengthened: every whole write issued is
+another consumer's registration still holds the segment (the store's side of the explorer's finding
+``segment-granted-before-revoked``). With the fix it is, strengthened: every whole write issued is
 exclusive, and no write of one registration is issued.
 """
 from __future__ import annotations

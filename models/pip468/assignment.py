@@ -13,7 +13,9 @@ from __future__ import annotations
 from pulsar_verify.values import FrozenMap, put, replace
 
 from .layout import SegmentLayout
-from .state import ALL, State
+from .state import ALL, Consumer, State
+
+REVOKE_FIRST = "revoke-before-grant"
 
 
 def consumer_name(i: int) -> str:
@@ -28,6 +30,19 @@ def round_robin(layout: SegmentLayout, members) -> FrozenMap:
     for i, seg in enumerate(layout.active_segments if names else ()):
         out[names[i % len(names)]].append(seg.segment_id)
     return FrozenMap((n, tuple(v)) for n, v in out.items())
+
+
+def takes(m, s: State, i: int, assignment: tuple) -> Consumer:
+    """Consumer ``i`` acts on ``assignment``, a reply or a push it receives: at once, as written. Variant
+    revoke-before-grant: it gives up at once the segments the assignment no longer has, but takes a segment
+    only once no other connected consumer acts on it (the coordinator grants a segment after its previous
+    owner has acknowledged the revocation); the grant of the others stays pending in its inbox."""
+    x = s.consumers[i]
+    if REVOKE_FIRST not in m.fixes:
+        return replace(x, view=assignment, inbox=None)
+    held = {seg for j, y in enumerate(s.consumers) if j != i and y.broker is not None for seg in y.view}
+    view = tuple(seg for seg in assignment if seg not in held)
+    return replace(x, view=view, inbox=None if view == assignment else assignment)
 
 
 def rebalance(m, s: State, b: int) -> State:
@@ -73,7 +88,8 @@ def persist_registration(m, s: State, a):
         if x.joining and failed:
             consumers[i] = replace(x, broker=None, joining=False)
         elif x.joining:  # the register request's handler replies, whatever its coordinator became meanwhile
-            consumers[i] = replace(x, view=updates[name] or (), joining=False)
+            consumers[i] = replace(takes(m, replace(s, consumers=tuple(consumers)), i, updates[name] or ()),
+                                   joining=False)
             sessions = sessions | {name}
         elif not failed and name in c.connected and updates[name] not in (None, x.view if x.inbox is None else x.inbox):
             consumers[i] = replace(x, inbox=updates[name])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pulsar_verify.model import act
 from pulsar_verify.values import put, replace
 
-from .assignment import consumer_name, persist_registration, rebalance, round_robin
+from .assignment import REVOKE_FIRST, consumer_name, persist_registration, rebalance, round_robin, takes
 from .controller import loaded
 from .state import ALL, KEY_HASHES, STREAM_SUB, State, Topic
 
@@ -44,7 +44,7 @@ def actions(m, s: State):
             yield act("connect", consumer=name)
         if x.broker is not None and s.disconnects < cfg.disconnects:
             yield act("disconnect", consumer=name)
-        if x.inbox is not None:
+        if x.inbox is not None and (REVOKE_FIRST not in m.fixes or takes(m, s, i, x.inbox) != x):
             yield act("receive_assignment", consumer=name)
     for b, c in enumerate(s.ctrls):
         for key in sorted(c.writes.keys()):
@@ -162,9 +162,12 @@ def connect(m, s: State, a):
             s = rebalance(m, s, b)
         c = s.ctrls[b]
         if name in c.writes or ALL in c.writes:  # its assignment is not persisted yet: the reply waits for it
-            return replace(s, consumers=put(s.consumers, i, replace(x, broker=b, inbox=None, joining=True)))
-        view = c.assigned.get(name, ())
-        return replace(s, consumers=put(s.consumers, i, replace(x, broker=b, view=view, inbox=None, joining=False)))
+            waiting = replace(x, broker=b, inbox=None, joining=True)
+            if REVOKE_FIRST in m.fixes:  # it acts on no segment until the reply grants it some
+                waiting = replace(waiting, view=())
+            return replace(s, consumers=put(s.consumers, i, waiting))
+        x = takes(m, s, i, c.assigned.get(name, ()))
+        return replace(s, consumers=put(s.consumers, i, replace(x, broker=b, joining=False)))
     c = replace(c, members=c.members | {name}, connected=c.connected | {name})
     s = replace(s, ctrls=put(s.ctrls, b, c),
                 consumers=put(s.consumers, i, replace(x, broker=b, view=(), inbox=None, joining=True)))
@@ -188,8 +191,10 @@ def disconnect(m, s: State, a):
 
 
 def receive_assignment(m, s: State, a):
+    """The consumer acts on the assignment pushed to it (variant revoke-before-grant: on what of it is
+    granted yet, ``takes``)."""
     i, x = _consumer(s, a.param("consumer"))
-    return replace(s, consumers=put(s.consumers, i, replace(x, view=x.inbox, inbox=None)))
+    return replace(s, consumers=put(s.consumers, i, takes(m, s, i, x.inbox)))
 
 
 def grace_expire(m, s: State, a):

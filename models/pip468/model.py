@@ -23,6 +23,9 @@ FIXES = {
                             "one, can no longer overwrite or delete the sessions the leader restored",
     "atomic-registrations": "a rebalance persists every changed registration in one write (the subscription's "
                             "SubscriptionMetadata, or a metadata multi-op), not one key at a time",
+    "revoke-before-grant": "a segment whose owner changes is granted to its new consumer only once its previous "
+                           "owner has received the assignment that revokes it; a consumer waiting to register acts "
+                           "on no segment until the reply",
     "leader-watches-layout": "the leader rebalances against the layout it loads when elected, and watches the "
                              "metadata so a change it did not make (a deposed leader's CAS) is reloaded too; "
                              "elected with consumers still connected to it (from its earlier term), it takes one "
