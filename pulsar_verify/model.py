@@ -56,6 +56,8 @@ class ModelDefinitionError(UsageError):
 ACTION_KINDS = {
     "deliver": "puts an entry where a consumer or a reader takes it: dispatch, replay, redelivery, a reader's read",
     "skip": "has a dispatcher pass over an entry as aborted (filter it), without delivering it",
+    "answer": "tells a client or an application how its request ended (a reply, a refusal, an error, the answer "
+              "to a query): what it acts on next",
 }
 
 
@@ -505,6 +507,11 @@ class Model:
         """Whether the step from ``state`` to ``successor`` hands a consumer or a reader an entry: what the
         actions of the ``deliver`` kind do, and only they (``tests/test_declarations.py`` checks each step of
         the model against its ``action_kinds`` by this)."""
+        return False
+
+    def answered(self, state, successor) -> bool:
+        """Whether the step from ``state`` to ``successor`` changes what a client or an application has been
+        told: what the actions of the ``answer`` kind do, and only they (checked like ``handed``)."""
         return False
 
     def canonicalize(self, state):

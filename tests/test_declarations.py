@@ -265,30 +265,38 @@ def _steps(name: str, preset: str, variant: str, cap: int = 20_000):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_delivery_is_of_the_deliver_kind_and_only_deliveries_meet_a_promise_of_one(name):
+def test_every_delivery_and_answer_is_of_its_kind_and_only_deliveries_meet_a_promise_of_one(name):
     """At each in-process bound set, as written and with every fix (up to 20,000 states each):
     - a step that hands a consumer or a reader an entry (``Model.handed``) is an action of the ``deliver`` kind,
       so a delivery path added later is under every property about deliveries, and each action of that kind
       hands one somewhere;
+    - likewise a step that changes what a client has been told (``Model.answered``) is of the ``answer`` kind,
+      where the model declares one, and each action of that kind that fires answers somewhere;
     - a liveness property about deliveries is released only by a delivery (a step of the kind, or one that hands
       an entry): no other step (a crash, a cursor move, a subscription leaving) meets it without the delivery
       its statement promises."""
     cls = registry.model_class(name)
     deliver = set(cls.labels_of(["deliver"]))
     promises = [p for p in cls.declared_properties() if p.kind == "liveness" and "deliver" in p.about]
-    handing = set()
+    answer = set(cls.labels_of(["answer"]))
+    handing, answering, fired = set(), set(), set()
     for variant in {cls.baseline(), cls.best_variant()} - {None}:
         for preset in cls.in_process_presets():
             for model, s, a, t in _steps(name, preset, variant):
+                fired.add(a.name)
                 handed = model.handed(s, t)
                 if handed:
                     assert a.name in deliver, f"{name} {variant} {preset}: {a} hands an entry, of no deliver kind"
                     handing.add(a.name)
+                if answer and model.answered(s, t):
+                    assert a.name in answer, f"{name} {variant} {preset}: {a} answers a client, of no answer kind"
+                    answering.add(a.name)
                 for p in promises:
                     if (p.trigger is None or p.trigger(model, s)) and not p.goal(model, s) and p.goal(model, t):
                         assert a.name in deliver or handed, \
                             f"{name} {variant} {preset}: {a} meets {p.id} delivering nothing"
     assert handing == deliver, name
+    assert answering == answer & fired, name  # v4-impl's ack_unavailable needs acks and TC crashes: no bound set
 
 
 def test_a_delivery_path_left_out_of_the_deliver_kind_is_caught(monkeypatch):
@@ -296,7 +304,16 @@ def test_a_delivery_path_left_out_of_the_deliver_kind_is_caught(monkeypatch):
     cls = registry.model_class("v4-impl")
     monkeypatch.setattr(cls, "action_kinds", {**cls.action_kinds, "deliver": ("deliver",)})
     with pytest.raises(AssertionError, match="deliver_replay.* hands an entry, of no deliver kind"):
-        test_every_delivery_is_of_the_deliver_kind_and_only_deliveries_meet_a_promise_of_one("v4-impl")
+        test_every_delivery_and_answer_is_of_its_kind_and_only_deliveries_meet_a_promise_of_one("v4-impl")
+
+
+def test_an_answer_left_out_of_the_answer_kind_is_caught(monkeypatch):
+    """v4-impl declared as before the kind: a refusal of an ack (``ack_refused``) of no kind, judged by no property."""
+    cls = registry.model_class("v4-impl")
+    monkeypatch.setattr(cls, "action_kinds", {**cls.action_kinds, "answer": tuple(
+        label for label in cls.action_kinds["answer"] if label != "ack_refused")})
+    with pytest.raises(AssertionError, match="ack_refused.* answers a client, of no answer kind"):
+        test_every_delivery_and_answer_is_of_its_kind_and_only_deliveries_meet_a_promise_of_one("v4-impl")
 
 
 KERNEL_VARIANTS = {"as-written", "all-fixes"}  # every model with a fix has both (model.variants_of)

@@ -66,7 +66,10 @@ def route(m, s: ImplState, a):
         return a
     if a.name == "new_txn" and a.param("txn") - 1 not in s.tc and a.param("txn") > 1:
         return None
-    if a.name == "append" and a.param("txn") <= s.low_water[a.param("topic")]:
+    mark = s.low_water[a.param("topic")] if a.name == "append" else 0
+    if m.config.variant == "mutant:refuse-above-mark":
+        mark += 1
+    if a.name == "append" and a.param("txn") <= mark:
         return act("append_not_allowed", **dict(a.params))
     return a
 

@@ -33,7 +33,7 @@ from pulsar_verify.models.v4txn import V4Txn, buffer, coordinator
 from pulsar_verify.models.v4txn.model import MUTANTS as V4_MUTANTS
 
 from . import consumers, coordinator_restart, first_snapshot, low_water, reader, recovery, timeout
-from .state import Consumer, ImplState, Reader
+from .state import IDLE, Consumer, ImplState, Reader
 
 FIXES = {
     "pr-21466": "getLastMessageId answers maxReadPosition, after the buffer's recovery (apache/pulsar PR #21466)",
@@ -59,6 +59,8 @@ MUTANTS = {
                                   "mutant:reply-survives-crash")},
     "mutant:no-timeout": "the coordinator never times a transaction out (checks open-txn-ends, "
                          "plain-message-delivered)",
+    "mutant:refuse-above-mark": "the buffer refuses a send of the transaction just above its low water mark too, "
+                                "an off-by-one (checks answers-true)",
 }
 BASELINE = "as-implemented"
 
@@ -122,7 +124,10 @@ class V4Impl(V4Txn):
                 "first_snapshot_written": "Topic{topic}->>Topic{topic}", "abort_without_marker": "TC->>Topic{topic}",
                 "lwm_abort": "Topic{topic}->>Topic{topic}", "append_not_allowed": "Topic{topic}->>Client"}
 
-    action_kinds = {"deliver": ("deliver", "deliver_replay"), "skip": ("skip_aborted",)}
+    action_kinds = {"deliver": ("deliver", "deliver_replay"), "skip": ("skip_aborted",),
+                    "answer": ("end_reply", "tc_end", "end_refused", "end_timeout", "ack_refused", "ack_rejected", "ack_conflict", "ack_unavailable",
+                               "add_partition_refused", "add_partition_unavailable", "append_not_allowed", "crash",
+                               "get_last_id", "has_message_queued")}
 
     def action_names(self):
         cfg = self.config
@@ -193,6 +198,14 @@ class V4Impl(V4Txn):
         grew = any(len(b.queue) > len(a.queue) for xs, ys in zip(state.consumers, successor.consumers)
                    for a, b in zip(xs, ys))
         return grew or len(successor.reader.queue) > len(state.reader.queue) or super().handed(state, successor)
+
+    def answered(self, state, successor):
+        """A transaction's application told how an end-txn, a send or an ack ended (its outcome, or that it
+        failed), or the reader told whether a message is available."""
+        before = state.clients
+        told = any(t in before and (before[t].outcome, before[t].failed) != (c.outcome, c.failed)
+                   for t, c in successor.clients)
+        return told or state.reader.phase != successor.reader.phase != IDLE
 
     def is_terminal(self, state):
         return super().is_terminal(state) and not state.acking
