@@ -52,6 +52,14 @@ def read_committed(m, s, a, t):
     return txn == 0 or s.decided.get(txn) == COMMITTED
 
 
+@PROPERTIES.action_property("acked-not-redelivered",
+                            "An entry the subscription's cursor holds as acknowledged is not delivered to it again, "
+                            "across crashes and restarts", "Primer, Managed cursor: 'the mark-delete position ... "
+                            "plus individually acknowledged ranges after it'", about=("deliver",))
+def acked_not_redelivered(m, s, a, t):
+    return a.param("pos") not in s.subs[a.param("seg") * (m.config.subs + m.config.late_subs) + a.param("sub")].acked
+
+
 @PROPERTIES.action_property("committed-never-filtered",
                             "No subscription or reader skips an entry of a committed txn as aborted "
                             "(sealed segments, late subscriptions and GC included)", SEC_DISPATCH, about=("skip",))

@@ -45,6 +45,10 @@ def acked_once(m, s):
     return True
 
 
+def acked_not_redelivered(m, s, a, t):
+    return (a.param("topic"), a.param("pos")) not in s.cursors
+
+
 def committed_acks_applied(m, s):
     """A txn's acks are in the cursor once its subscription has the commit marker (appended by the
     step that applies them) or once the TC has logged it COMMITTED (after every participant,
@@ -160,6 +164,12 @@ PROPERTIES.invariant("acked-once",
                      "Background: the PendingAckStore applies acks 'to the cursor only when the transaction commits'; "
                      "Notification mechanism: on abort it 'drops the buffered acks', which frees the message for "
                      "another txn")(acked_once)
+PROPERTIES.action_property("acked-not-redelivered",
+                           "An entry the subscription's cursor holds as acknowledged is not delivered to it again, "
+                           "after a crash and its rewind too (the cursor here is persisted when the ack is applied)",
+                           "Primer, Managed cursor: 'the mark-delete position ... plus individually acknowledged "
+                           "ranges after it'; after a crash 'the cursor restarts from the last persisted state'",
+                           about=("deliver",))(acked_not_redelivered)
 PROPERTIES.action_property("sealed-accepts-no-write",
                            "A sealed topic accepts no write: no producer is acknowledged for an entry appended to it",
                            "How the two interact: sealed segments reject appends (TopicTerminated)")(

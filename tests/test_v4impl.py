@@ -31,6 +31,7 @@ BROKEN = {
     "crashed-broker-serves-nothing": ("mutant:reply-survives-crash", "recovery"),
     "aborted-ack-freed": ("mutant:commit-skips-cursor", "ack-timeout"),
     "answers-true": ("mutant:refuse-above-mark", "two-txns"),
+    "acked-not-redelivered": ("mutant:read-acked", "ack-timeout"),
 }
 
 

@@ -30,6 +30,7 @@ BROKEN = {
     "crashed-broker-serves-nothing": ("mutant:reply-survives-crash", "faults"),
     "unsealed-txns-complete": ("mutant:tc-ends-one-at-a-time", "two-txns-sealed"),
     "aborted-ack-freed": ("mutant:apply-aborted-acks", "two-txns-acks"),
+    "acked-not-redelivered": ("mutant:read-acked", "acks-crash"),
 }
 
 

@@ -37,7 +37,7 @@ def actions(m, s: State):
         seg = i // nsubs
         if not sub.exists or not s.up[seg] or sub.read >= len(s.logs[seg]):
             continue
-        if sub.read in sub.acked:
+        if sub.read in sub.acked and m.config.variant != "mutant:read-acked":
             yield act("skip_acked", seg=seg, sub=i % nsubs)
             continue
         what = decision(m, s, seg, sub.read)

@@ -46,6 +46,8 @@ MUTANTS = {
     "mutant:double-append": "the broker's asyncAddEntry of a send is retried after a timeout the first attempt "
                             "survived, with no de-duplication: the entry is written twice (checks entries-are-sends)",
     "mutant:trim-while-down": "retention trims a segment whose broker is down (checks crashed-broker-serves-nothing)",
+    "mutant:read-acked": "the dispatcher does not pass over the positions the cursor holds as acknowledged "
+                         "(checks acked-not-redelivered)",
 }
 
 

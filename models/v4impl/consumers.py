@@ -67,7 +67,9 @@ def dispatch(m, s: ImplState, topic: int):
             yield act("deliver_replay", topic=topic, pos=pos, consumer=c)
         return
     read = s.subs[topic].read
-    while read < len(s.logs[topic]) and acked(s, topic, read):
+    skipped = (lambda r: r in s.subs[topic].filtered) if m.config.variant == "mutant:read-acked" else (
+        lambda r: acked(s, topic, r))
+    while read < len(s.logs[topic]) and skipped(read):
         read += 1
     yield from buffer.dispatch(m, s, topic, read)
 

@@ -56,7 +56,7 @@ MUTANTS = {
     **{k: V4_MUTANTS[k] for k in ("mutant:deliver-aborted", "mutant:commit-marks-aborted",
                                   "mutant:apply-aborted-acks", "mutant:end-any-state", "mutant:commit-skips-cursor",
                                   "mutant:no-recover-after-crash", "mutant:ack-acked-position",
-                                  "mutant:reply-survives-crash")},
+                                  "mutant:reply-survives-crash", "mutant:read-acked")},
     "mutant:no-timeout": "the coordinator never times a transaction out (checks open-txn-ends, "
                          "plain-message-delivered)",
     "mutant:refuse-above-mark": "the buffer refuses a send of the transaction just above its low water mark too, "

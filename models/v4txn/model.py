@@ -30,6 +30,8 @@ MUTANTS = {
                                     "(checks unsealed-txns-complete)",
     "mutant:reply-survives-crash": "a crash keeps the replies its broker had not sent yet "
                                    "(checks crashed-broker-serves-nothing)",
+    "mutant:read-acked": "the cursor's read does not pass over the positions it holds as acknowledged "
+                         "(checks acked-not-redelivered)",
 }
 
 
@@ -122,8 +124,16 @@ class V4Txn(ComposedModel):
         return any(p[0] == t for p in s.publishes)
 
     def dispatch(self, s, topic):
-        """The dispatcher's steps on a Ready topic: one subscription reading from its read position."""
-        return buffer.dispatch(self, s, topic, s.subs[topic].read)
+        """The dispatcher's steps on a Ready topic: one subscription reading from its read position. The cursor's
+        read passes over the positions it holds as acknowledged (primer, Managed cursor: the mark-delete
+        position "plus individually acknowledged ranges after it"): after a crash rewinds the read, an
+        acknowledged entry is not read again. Merged into the read: ``ManagedCursorImpl`` skips them in the same
+        ``asyncReadEntries`` call, and nothing else runs between."""
+        read = s.subs[topic].read
+        if self.config.variant != "mutant:read-acked":
+            while (topic, read) in s.cursors:
+                read += 1
+        return buffer.dispatch(self, s, topic, read)
 
     def deliveries(self, s, topic, pos):
         yield act("deliver", topic=topic, pos=pos)
