@@ -286,7 +286,7 @@ def cmd_explore(args) -> int:
         print(json.dumps(summary, indent=2))
     else:
         print(target.report(model, result, summary) if aimed else human_summary(model, result))
-    return 1 if (result.reached if aimed else result.violations) else 0
+    return 1 if (result.reached if aimed else result.violations or result.unfired_system) else 0
 
 
 def human_summary(model, r: Result) -> str:
@@ -300,6 +300,11 @@ def human_summary(model, r: Result) -> str:
     ]
     if r.never_fired:
         lines.append("  NEVER FIRED (check the model): " + ", ".join(r.never_fired))
+    if r.unfired_system:
+        lines.append(f"  FAILED: system actions the model declares at these bounds never fired: "
+                     f"{', '.join(r.unfired_system)}. The search checked a weaker system than the model says (a "
+                     f"timer, retry or recovery that cannot happen): correct the model's action_names or its "
+                     f"bounds")
     if model.liveness and not r.liveness_checked:
         lines.append("  liveness: not checked (exploration incomplete, or --no-liveness)")
     shown = {"violated": "VIOLATED", "holds": "holds   ", "not checked": "not checked"}

@@ -533,7 +533,8 @@ class Explorer:
         result.transitions = transitions
         result.depth = depth
         result.coverage = dict(sorted(coverage.items()))
-        result.never_fired = sorted(set(model.action_names()) - set(coverage))
+        result.never_fired, system = model.never_fired(coverage)
+        result.unfired_system = system if result.complete else []
         for prop in model.sometimes:
             if prop.id in self.examples:
                 result.examples[prop.id] = self.examples[prop.id][1]

@@ -496,8 +496,24 @@ class Model:
         return [(a, self.next_state(state, a)) for a in self.actions(state)]
 
     def action_names(self) -> list[str]:
-        """Labels this variant can fire; one that never fires is reported (usually a modelling error)."""
+        """Labels this variant can fire at these bounds; one that never fires is reported (usually a modelling
+        error), and a system action among them fails the run (``system_actions``)."""
         return list(self.action_labels)
+
+    @classmethod
+    def system_actions(cls) -> frozenset:
+        """The actions the system takes of its own accord (not a client's, an operator's or a fault's): those its
+        liveness properties hold weakly fair. One the model declares at some bounds (``action_names``) that a whole
+        search there never takes means the model checks a weaker system than it says: a timer, a retry or a
+        recovery that cannot happen. The run fails with it."""
+        return frozenset(a for p in cls.declared_properties() if p.kind == "liveness" for a in p.fair)
+
+    def never_fired(self, coverage) -> tuple[list[str], list[str]]:
+        """The actions declared at these bounds that a search with ``coverage`` never took, and the system
+        actions among them."""
+        never = sorted(set(self.action_names()) - set(coverage))
+        system = self.system_actions()
+        return never, [a for a in never if a in system]
 
     def is_terminal(self, state) -> bool:
         """A state with no successor that is an intended end, not a deadlock."""

@@ -48,6 +48,7 @@ class Result:
     peak_rss_mb: float = 0.0
     coverage: dict = attrs.Factory(dict)
     never_fired: list = attrs.Factory(list)
+    unfired_system: list = attrs.Factory(list)  # system actions among them (a whole search only): the run fails
     violations: list = attrs.Factory(list)
     level_sizes: list = attrs.Factory(list)
     level_stats: list = attrs.Factory(list)  # per level: expanded, new, transitions, seconds, rate (Spark)
@@ -102,7 +103,7 @@ class Result:
             "distinct_states": self.distinct_states, "transitions": self.transitions, "depth": self.depth,
             "complete": self.complete, "reduction": self.reduction, "seconds": round(self.seconds, 3),
             "states_per_second": round(self.states_per_second, 1), "peak_rss_mb": round(self.peak_rss_mb, 1),
-            "coverage": self.coverage, "never_fired": self.never_fired,
+            "coverage": self.coverage, "never_fired": self.never_fired, "unfired_system": self.unfired_system,
             "violations": [v.as_dict() for v in self.violations],
             "liveness_checked": self.liveness_checked, "unreachable_goal": self.unreachable_goal,
             "examples": self.examples,

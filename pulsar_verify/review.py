@@ -418,6 +418,15 @@ def run(classes: list[type[Model]], *, engines: list[str], out: Path, master: st
         print(f"pulsar-verify: internal error: {len(errors)} runs failed with a model error, disagree between "
               f"engines or contradict a Z3 proof (details in {out / 'errors.log'})", file=sys.stderr)
         return 3
+    unfired = [f"{name} {variant} {preset}: system actions never fired: {', '.join(outcome.unfired_system)}"
+               for name, variant, preset, _, model, outcome in rows
+               if model.variant_named(variant).kind != "mutant" and outcome.unfired_system]
+    for line in unfired:  # a mutant's is a mistake it makes; a design's, a model that checks less than it says
+        print(f"never fired: {line}", file=sys.stderr)
+    if unfired:
+        print(f"pulsar-verify: {len(unfired)} runs never took a system action their model declares at their "
+              f"bounds (correct the model's action_names or the bounds)", file=sys.stderr)
+        return 1
     if update:
         write_text(expectations, json.dumps({**expected, **got}, indent=1, sort_keys=True) + "\n")
         print(f"expectations recorded: {expectations}")

@@ -172,6 +172,32 @@ def test_as_written_fires_every_action_but_those_listed(name, preset):
     assert explored(name, baseline, preset).never_fired == never_fired(name, baseline, preset)
 
 
+def test_no_system_action_is_left_unfired_at_any_bound_set():
+    """What never fires is a client's or an operator's step whose occasion the bounds leave out (pip-477's failed
+    schema read): every system action a model declares at a bound set fires there, as written and with every
+    fix, so no run fails for it."""
+    for name, variants in NEVER_FIRED.items():
+        system = registry.model_class(name).system_actions()
+        for variant, presets in variants.items():
+            for preset, actions in presets.items():
+                assert not set(actions) & system, (name, variant, preset)
+
+
+def test_a_system_action_that_never_fires_fails_the_run(monkeypatch, tmp_path, capsys):
+    """pip-468's grace timer declared at ``failover``, where no consumer connects (as the model declared it before
+    this check): the whole search never takes it, and the run fails, saying why."""
+    from pulsar_verify import cli
+    cls = registry.model_class("pip-468")
+    declared = cls.action_names
+    monkeypatch.setattr(cls, "action_names", lambda self: sorted(set(declared(self)) | {"grace_expire"}))
+    result, _ = explore(registry.build("pip-468", "all-fixes", preset="failover"))
+    assert result.unfired_system == ["grace_expire"] and result.violations == []
+    code = cli.main(["explore", "pip-468", "--variant", "all-fixes", "--bounds", "failover", "--quiet",
+                     "--out", str(tmp_path / "out")])
+    assert code == 1 and "FAILED: system actions the model declares at these bounds never fired: grace_expire" \
+        in capsys.readouterr().out
+
+
 def test_expectations_record_every_property_and_no_violation_of_all_fixes():
     recorded = json.loads(EXPECTATIONS.read_text())
     for name in NAMES:

@@ -106,12 +106,56 @@ class Pip373(V4Txn):
         self._apply = {**self._apply, **APPLY}
 
     def action_names(self):
+        cfg = self.config
         names = set(super().action_names()) & set(self.action_labels)
-        if not self.config.admin:
+        if not cfg.admin:
             names -= {"admin_update", "admin_remove"}
-        if "persist-before-append" not in self.fixes:
+        values = self.flag_values()
+        loads = {self.load_kind(v) for v in (values if cfg.crashes else {UPGRADES[cfg.upgrade]})}
+        names -= set(self.load_labels()) - loads
+        writes = cfg.writes and cfg.txns
+        queues = "load_confirm" in loads or writes and any(v[0] != JUNK and not self.set_true(v) for v in values)
+        if not queues:
+            names.discard("persist_flag")
+        # persist-before-append holds an append back for the write only while nothing queued says true: after a
+        # load that skips, or one that confirms false
+        found = TRUE if holds_txn_entry(LEGACY[cfg.legacy]) else FALSE
+        if "persist-before-append" not in self.fixes or not writes or not (
+                "load_skip" in loads or "load_confirm" in loads and found == FALSE):
             names.discard("request_flag")
+        if not writes and not cfg.nontxn:  # the log holds only what the upgrade left in it
+            legacy = LEGACY[cfg.legacy]
+            aborted = any(kind == ABORT_MARKER for kind, _ in legacy)
+            if aborted:  # its entry is skipped by a buffer that read the abort, delivered by one that skipped
+                names -= (({"skip_aborted"} if loads <= {"load_skip"} else set())
+                          | ({"deliver"} if "load_skip" not in loads else set()))
         return sorted(names)
+
+    def load_kind(self, value: tuple) -> str:
+        """The load a persisted ``(value, by_broker)`` makes (``loads``)."""
+        v, _ = value
+        if v == ABSENT or (v in (TRUE, FALSE) and not self.trusted_value(value)):
+            return "load_confirm"
+        return "load_skip" if v == FALSE else "load_rebuild"
+
+    def trusted_value(self, value: tuple) -> bool:
+        return "confirm-unmarked" not in self.fixes or value[1]
+
+    def set_true(self, value: tuple) -> bool:
+        return value[0] == TRUE and self.trusted_value(value)
+
+    def flag_values(self) -> set:
+        """The persisted property's values a run can reach at these bounds: the upgrade's, what a confirming load
+        finds in the log (true once a transactional entry is in it), and true once a transactional send queues
+        it (unless the value is not a boolean, which is never modified, or already says true)."""
+        cfg = self.config
+        start = UPGRADES[cfg.upgrade]
+        values = {start}
+        if self.load_kind(start) == "load_confirm":
+            values.add((TRUE if holds_txn_entry(LEGACY[cfg.legacy]) else FALSE, True))
+        if cfg.writes and cfg.txns and any(v[0] != JUNK and not self.set_true(v) for v in values):
+            values.add((TRUE, True))
+        return values
 
     def load_labels(self):
         return ["load_skip", "load_rebuild", "load_confirm"]

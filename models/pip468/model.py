@@ -117,11 +117,16 @@ class Pip468(ComposedModel):
                  "lose_session": cfg.failovers, "learn_deposed": cfg.failovers,
                  "create_subscription": cfg.new_subs,
                  "propagate_subscription": cfg.new_subs, "connect": cfg.consumers, "disconnect": cfg.disconnects,
-                 "receive_assignment": cfg.consumers, "persist_registration": cfg.consumers,
-                 "grace_expire": cfg.disconnects or cfg.failovers,
-                 "cas_conflict": cfg.splits + cfg.merges > 1 or cfg.failovers or "subs-in-metadata" in self.fixes,
-                 "layout_changed": "leader-watches-layout" in self.fixes and cfg.failovers,
-                 "publish": cfg.msgs, "publish_rejected": cfg.msgs, "deliver": cfg.msgs,
+                 # one consumer's assignment changes only with the layout
+                 "receive_assignment": cfg.consumers and (cfg.consumers > 1 or cfg.splits + cfg.merges),
+                 "persist_registration": cfg.consumers,
+                 "grace_expire": cfg.consumers and (cfg.disconnects or cfg.failovers),
+                 # a CAS fails only on another writer's CAS: a second operation (op-intent runs one at a time),
+                 # or, with subs-in-metadata, a subscription created while one runs
+                 "cas_conflict": (cfg.splits + cfg.merges > 1 and "op-intent" not in self.fixes
+                                  or cfg.new_subs and "subs-in-metadata" in self.fixes),
+                 "layout_changed": "leader-watches-layout" in self.fixes and cfg.failovers and cfg.splits + cfg.merges,
+                 "publish": cfg.msgs, "publish_rejected": cfg.msgs and cfg.splits + cfg.merges, "deliver": cfg.msgs,
                  "dag_update": cfg.splits + cfg.merges}
         return sorted(n for n in self.action_labels if needs.get(n, cfg.splits + cfg.merges))
 

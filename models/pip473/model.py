@@ -121,8 +121,33 @@ class Pip473(ComposedModel):
             names -= {"gc_list", "gc_delete_ops", "gc_delete_header"}
         if not self.config.timeouts:
             names.discard("timeout_sweep")
-        if not self.config.tc_crashes:
+        cfg = self.config
+        if not cfg.tc_crashes:
             names -= {"tc_crash", "retry_end"}
+        # what the budgets rule out: each action needs the step or the client it names
+        if not cfg.crashes:
+            names -= {"crash", "restart"}
+        if not cfg.seals:
+            names -= {"seal", "pub_terminated"}
+        if not cfg.nontxn:
+            names.discard("nontxn_send")
+        if not cfg.late_subs:
+            names.discard("subscribe")
+        if not cfg.acks:
+            names -= {"txn_ack", "txn_ack_cumulative", "pa_header", "pa_cleanup", "pa_reap"}
+        if not (cfg.acks and cfg.crashes):
+            names.discard("skip_acked")  # only a restart's rewind reads an acknowledged position again
+        if not cfg.timeouts:
+            # a client ends its transaction once its sends are done, and while it is open only: without the
+            # timeout sweep no send meets an ended transaction, no end races another on the header, and no
+            # transaction is left for the owners to reap
+            names -= {"send_conflict", "pub_late", "tb_reap", "pa_reap"}
+            if not cfg.tc_crashes:
+                names.discard("tc_bad_version")  # nor a retried end after a TC crash
+            if "keep-decisions-with-data" in self.fixes:
+                # a write record is then force-deleted only if it landed after retention trimmed its entry,
+                # which takes a transaction ended while its send was on its way: only a timeout ends one then
+                names.discard("gc_delete_ops")
         return sorted(names)
 
     def canonicalize(self, s):

@@ -95,6 +95,9 @@ class V4Txn(ComposedModel):
                  "tc_retry": blocked or cfg.crashes, "crash": cfg.crashes, "send_nontxn": cfg.nontxn,
                  "take_snapshot": cfg.snapshots, "txn_ack": cfg.acks, "end_on_subscription": cfg.acks,
                  "skip_marker": "off-segment-markers" not in self.fixes}
+        if not cfg.writes:  # no transactional send: no partition joins a transaction, nothing to end on one
+            needs.update(dict.fromkeys(("add_partition", "append", "end_on_partition", "partition_reply"), False))
+            needs["tc_retry"] = needs["tc_retry"] and cfg.acks
         names = set(self.action_labels) - {"tb_recover"} | set(self.load_labels())
         return sorted(n for n in names if needs.get(n, True))
 
