@@ -652,7 +652,8 @@ class SparkExplorer:
         result.transitions = manifest["transitions"]
         result.depth = manifest["levels"]
         result.coverage = dict(sorted(manifest["coverage"].items()))
-        result.never_fired = sorted(set(model.action_names()) - set(result.coverage))
+        result.never_fired, system = model.never_fired(result.coverage)
+        result.unfired_system = system if complete else []
         result.examples = {pid: level for pid, level, _, _ in manifest.get("examples", [])}
         violations += [Violation(p, [], []) for p in model.sometimes if complete and p.id not in result.examples]
         if self.graph and model.liveness and complete:
