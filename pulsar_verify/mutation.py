@@ -2,8 +2,12 @@
 
 A mutant is one small change to one model module (never to the properties): a comparison off
 by one or negated, a guard dropped or always taken, ``and`` for ``or``, an update skipped (a
-field left out of a ``replace``), a version not bumped (``x + 1`` left as ``x``), a call that
-delivers or records something removed, a boolean answer inverted. Mutants are enumerated from
+field left out of a ``replace``; in a crash, a field it resets left as it was: memory that survives
+the crash), a version not bumped (``x + 1`` left as ``x``), a call that delivers or records something
+removed, an entry, record or message appended twice, a boolean answer inverted; and the mistakes of
+distributed code beyond one token: two updates of a step in the other order (its effects reordered;
+never a name read before it is bound, which only crashes), and a read of the state as the step received
+it after the step updated it (a stale copy). Mutants are enumerated from
 the module's syntax tree in a fixed order and named by file, enclosing function, operator and a
 digest of the change, so a name stays valid while the code around it moves. Left alone:
 - code that selects a variant (``m.fixes``, ``m.config.variant``), the switchboard of the
@@ -72,6 +76,9 @@ SWITCHBOARD = ("fixes", "variant")  # attributes that select a variant: not prot
 _SWAP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
          ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
 _REPLACERS = {"replace", "evolve", "put"}
+SWAP = "swap-statements"  # two updates of a step in the other order: its effects reordered
+STALE = "stale-read"  # a read of the state as the step received it, after the step updated it: a stale copy
+STALE_NAME = "_state_as_received"
 
 
 def _switchboard(node: ast.AST) -> bool:
@@ -162,6 +169,10 @@ def _edits(node: ast.AST, guards: set[int]) -> Iterator[tuple[str, Callable[[ast
     elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) \
             and isinstance(node.right, ast.Constant) and node.right.value == 1:
         yield "no-increment", lambda n: n.left
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.right, ast.Tuple) \
+            and len(node.right.elts) == 1:  # an entry, a record or a message appended: appended twice
+        yield "append-twice", lambda n: ast.BinOp(ast.BinOp(n.left, ast.Add(), n.right), ast.Add(),
+                                                  copy.deepcopy(n.right))
     elif isinstance(node, ast.Call) and _call_name(node) in _REPLACERS and node.keywords:
         for i, kw in enumerate(node.keywords):
             if kw.arg is not None:
@@ -199,6 +210,13 @@ class Mutant:
         """The module's syntax tree with this mutant applied (checked to be the change it names)."""
         tree = ast.parse((ROOT / self.path).read_text(), self.path)
         point = self._point(tree)
+        if self.op == SWAP:
+            block = getattr(point.parent, point.field)
+            block[point.pos], block[point.pos + 1] = block[point.pos + 1], block[point.pos]
+            return ast.fix_missing_locations(tree)
+        if self.op == STALE:  # the step's state as it came in, kept for the stale read
+            point.function.body.insert(0, ast.copy_location(ast.parse(f"{STALE_NAME} = s").body[0],
+                                                            point.function.body[0]))
         new = ast.copy_location(point.edit(copy.deepcopy(point.node)), point.node)
         if point.pos is None:
             setattr(point.parent, point.field, new)
@@ -241,6 +259,8 @@ def _text(node: ast.AST) -> str:
         return f"if {_text(node.test)}:"
     if isinstance(node, ast.comprehension):
         return " ".join(ast.unparse(ast.GeneratorExp(ast.Name("_"), [node])).split())[3:-1]
+    if isinstance(node, ast.Module):  # two statements swapped (``swap-statements``)
+        return "; ".join(_text(x) for x in node.body)
     return " ".join(ast.unparse(node).split())
 
 
@@ -255,13 +275,49 @@ class _Point:
     edit: Callable[[ast.AST], ast.AST]
     stmt: ast.stmt  # the statement that holds the node (or is it)
     block: list  # the statement list that holds ``stmt``
+    function: ast.AST | None = None  # the enclosing function (for ``stale-read``)
+
+
+def _simple(stmt: ast.AST) -> bool:
+    """A statement that only computes or updates (no control flow, no docstring): two of them in a row can be
+    swapped (``swap-statements``)."""
+    return isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or (
+        isinstance(stmt, ast.Expr) and not isinstance(stmt.value, ast.Constant))
+
+
+def _swappable(function: ast.AST, first: ast.stmt, second: ast.stmt) -> bool:
+    """Two simple statements of a step function (one with the state parameter ``s``) whose order matters and that
+    can run in the other: one binds a name the other reads or binds (two independent bindings swapped change
+    nothing), and the second reads no name that the first binds for the first time (swapped, it would read an
+    unbound name, a crash that shows the slip without any property)."""
+    if not (_simple(first) and _simple(second)) or not any(a.arg == "s" for a in function.args.args):
+        return False
+    earlier = {a.arg for a in function.args.args} | {
+        t.id for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        and n.lineno < first.lineno for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        for t in ast.walk(t) if isinstance(t, ast.Name)}
+    def names(stmt, ctx):
+        return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+    bound, read = names(first, ast.Store), names(second, ast.Load)
+    touch = bound & (read | names(second, ast.Store)) or names(second, ast.Store) & names(first, ast.Load)
+    return bool(touch) and not (bound & read) - earlier
+
+
+def _rebound_at(function: ast.AST) -> int | None:
+    """The first line where a step function rebinds its state parameter ``s``: a read of ``s`` after it reads
+    the updated state, which ``stale-read`` turns into a read of the state as the step received it."""
+    if not any(a.arg == "s" for a in function.args.args):
+        return None
+    lines = [n.lineno for n in ast.walk(function) if isinstance(n, ast.Assign)
+             and any(isinstance(t, ast.Name) and t.id == "s" for t in n.targets)]
+    return min(lines, default=None)
 
 
 def _points(tree: ast.Module) -> Iterator[_Point]:
     """Every mutation point of a module, in a fixed order."""
     guards = _null_guards(tree)
 
-    def visit(parent, where, stmt, block):
+    def visit(parent, where, stmt, block, function, rebound):
         for field, value in ast.iter_fields(parent):
             if field == _mutant_branch(parent):
                 continue
@@ -269,20 +325,32 @@ def _points(tree: ast.Module) -> Iterator[_Point]:
             for pos, node in enumerate(items):
                 if not isinstance(node, ast.AST):
                     continue
-                inner = where
+                inner, inner_function, inner_rebound = where, function, rebound
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     if node.name in SKIP_FUNCTIONS or any(_is_target(d) for d in node.decorator_list):
                         continue
-                    inner = node.name
+                    inner, inner_function, inner_rebound = node.name, node, _rebound_at(node)
                 elif isinstance(node, ast.ClassDef):
                     inner = node.name
                 here, here_block = (node, value) if isinstance(node, ast.stmt) else (stmt, block)
+                at = pos if isinstance(value, list) else None
                 if not _switchboard(getattr(node, "test", node)) and id(node) not in guards:
                     for op, edit in _edits(node, guards):
-                        yield _Point(parent, field, pos if isinstance(value, list) else None, node, where, op, edit,
-                                     here, here_block)
-                yield from visit(node, inner, here, here_block)
-    yield from visit(tree, "<module>", None, None)
+                        if op == "skip-update" and "crash" in where.lower():
+                            op = "crash-keeps-memory"  # a field a crash resets left as it was: memory survives
+                        yield _Point(parent, field, at, node, where, op, edit, here, here_block, function)
+                    if function is not None and at is not None and isinstance(node, ast.stmt) \
+                            and at + 1 < len(value) and _swappable(function, node, value[at + 1]):
+                        yield _Point(parent, field, at, node, where, SWAP,
+                                     lambda n, nxt=value[at + 1]: ast.Module([copy.deepcopy(nxt), n], []),
+                                     here, here_block, function)
+                    if rebound is not None and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                            and node.value.id == "s" and isinstance(node.ctx, ast.Load) and node.lineno > rebound:
+                        yield _Point(parent, field, at, node, where, STALE,
+                                     lambda n: ast.Attribute(ast.Name(STALE_NAME, ast.Load()), n.attr, n.ctx),
+                                     here, here_block, function)
+                yield from visit(node, inner, here, here_block, inner_function, inner_rebound)
+    yield from visit(tree, "<module>", None, None, None, None)
 
 
 def _module_files(model: str) -> list[tuple[str, Path]]:

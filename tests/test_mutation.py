@@ -1,6 +1,7 @@
 """The mutation harness (``pulsar-verify mutation``): its mutants, its verdicts, its early stop."""
 from __future__ import annotations
 
+import ast
 import json
 import multiprocessing
 import subprocess
@@ -30,6 +31,32 @@ def test_each_model_has_its_mutants_spread_over_its_files(model):
     for m in chosen:
         assert m.path.startswith("models/") and m.before != m.after
         compile(m.source(), m.path, "exec")  # each applies to today's code, as the change it names
+
+
+def test_the_operators_cover_reordered_effects_stale_reads_duplicates_and_crashes_that_keep_memory():
+    """Beyond single tokens: two updates of a step swapped (never a name read before it is bound), a read of the
+    state as the step received it after the step updated it, an entry appended twice, a field a crash resets left
+    as it was. Each applies and runs."""
+    every = {}
+    for model in PROTOCOLS:
+        for m in mutation.all_mutants(model):
+            every.setdefault(m.op, []).append(m)
+    for op in ("swap-statements", "stale-read", "append-twice", "crash-keeps-memory"):
+        assert every.get(op), op
+    swap = next(m for m in every["swap-statements"] if m.where == "persist_registration"
+                and m.before == "c = replace(c, writes=c.writes.remove(key))")
+    assert swap.after == "s = replace(s, ctrls=put(s.ctrls, b, c)); " + swap.before
+    tree = swap.source()
+    body = next(f for f in tree.body if getattr(f, "name", "") == "persist_registration").body
+    texts = [" ".join(ast.unparse(x).split()) for x in body]
+    assert texts.index(swap.before) == texts.index("s = replace(s, ctrls=put(s.ctrls, b, c))") + 1
+    stale = every["stale-read"][0]
+    assert stale.after == stale.before.replace("s.", mutation.STALE_NAME + ".", 1)
+    assert f"{mutation.STALE_NAME} = s" in ast.unparse(stale.source())
+    assert all(m.after.startswith(m.before + " + (") for m in every["append-twice"])
+    assert all("crash" in m.where.lower() for m in every["crash-keeps-memory"])
+    for m in (swap, stale, every["append-twice"][0], every["crash-keeps-memory"][0]):
+        compile(m.source(), m.path, "exec")
 
 
 def test_code_that_selects_a_variant_is_not_mutated():
