@@ -303,14 +303,25 @@ def _swappable(function: ast.AST, first: ast.stmt, second: ast.stmt) -> bool:
     return bool(touch) and not (bound & read) - earlier
 
 
-def _rebound_at(function: ast.AST) -> int | None:
-    """The first line where a step function rebinds its state parameter ``s``: a read of ``s`` after it reads
-    the updated state, which ``stale-read`` turns into a read of the state as the step received it."""
+def _rebound_at(function: ast.AST) -> dict[str, int] | None:
+    """Per field of the state, the first line where a step function rebinds its state parameter ``s`` with that
+    field changed (``s = replace(s, field=...)``): a read of the field after it reads the updated state, which
+    ``stale-read`` turns into a read of the state as the step received it (a field no rebinding changed reads
+    the same either way; a rebinding only a ``mutant:`` variant's branch makes is not one)."""
     if not any(a.arg == "s" for a in function.args.args):
         return None
-    lines = [n.lineno for n in ast.walk(function) if isinstance(n, ast.Assign)
-             and any(isinstance(t, ast.Name) and t.id == "s" for t in n.targets)]
-    return min(lines, default=None)
+    out: dict[str, int] = {}
+    mutant_only = {id(x) for n in ast.walk(function) if _mutant_branch(n)
+                   for x in ast.walk(ast.Module(getattr(n, _mutant_branch(n)), []))}
+    for n in ast.walk(function):
+        if isinstance(n, ast.Assign) and id(n) not in mutant_only \
+                and any(isinstance(t, ast.Name) and t.id == "s" for t in n.targets):
+            for call in ast.walk(n.value):
+                if isinstance(call, ast.Call) and _call_name(call) in _REPLACERS:
+                    for kw in call.keywords:
+                        if kw.arg is not None:
+                            out[kw.arg] = min(out.get(kw.arg, n.lineno), n.lineno)
+    return out
 
 
 def _points(tree: ast.Module) -> Iterator[_Point]:
@@ -344,8 +355,9 @@ def _points(tree: ast.Module) -> Iterator[_Point]:
                         yield _Point(parent, field, at, node, where, SWAP,
                                      lambda n, nxt=value[at + 1]: ast.Module([copy.deepcopy(nxt), n], []),
                                      here, here_block, function)
-                    if rebound is not None and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                            and node.value.id == "s" and isinstance(node.ctx, ast.Load) and node.lineno > rebound:
+                    if rebound and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                            and node.value.id == "s" and isinstance(node.ctx, ast.Load) \
+                            and node.lineno > rebound.get(node.attr, node.lineno):
                         yield _Point(parent, field, at, node, where, STALE,
                                      lambda n: ast.Attribute(ast.Name(STALE_NAME, ast.Load()), n.attr, n.ctx),
                                      here, here_block, function)
