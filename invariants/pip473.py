@@ -7,6 +7,7 @@ GC must not be able to erase from the properties' view.
 """
 from __future__ import annotations
 
+from pulsar_verify import answers
 from pulsar_verify.model import PropertySet
 from pulsar_verify.models.pip473 import Pip473
 from pulsar_verify.models.pip473.state import ACK, COMMITTED, FINAL, OPEN
@@ -213,3 +214,24 @@ def sealed_txn_delivered(m, s):
     n = m.config.subs + m.config.late_subs
     return any(s.sealed[seg] and log[p] and s.decided.get(log[p]) == COMMITTED
                for seg, log in enumerate(s.logs) for sub in s.subs[seg * n:(seg + 1) * n] for p in sub.received)
+
+
+def _header_not_open(m, s, a, t) -> bool:
+    """TxnConflict: the transaction's header in the store is not OPEN (final, or collected)."""
+    h = s.headers.get(a.param("txn"))
+    return h is None or h.state != OPEN
+
+
+def _sealed(m, s, a, t) -> bool:
+    return s.sealed[a.param("seg")]
+
+
+answers.declare(PROPERTIES, Pip473,
+                judges={"send_conflict": _header_not_open, "pub_late": _header_not_open, "pub_terminated": _sealed,
+                        "crash": answers.says_nothing},
+                judged_by={"tc_reply": "one-outcome", "pub_ack": "no-write-after-end"},
+                statement="Every answer a client is given is true when it is given: TxnConflict comes for a "
+                          "transaction whose header is no longer OPEN, TopicTerminated from a sealed segment (the "
+                          "end-txn reply and the send's acknowledgement are judged by their own properties)",
+                section="Late-write race: 'The publish-path header check on the participant broker rejects with "
+                        "TxnConflict'; primer: a terminated managed ledger fails appends with TopicTerminated")

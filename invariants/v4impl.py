@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import attrs
 
-from pulsar_verify.model import ModelDefinitionError, PropertySet
+from pulsar_verify import answers
+from pulsar_verify.model import PropertySet
 from pulsar_verify.models.v4impl import V4Impl
 from pulsar_verify.models.v4impl.coordinator_restart import INVALID, NOT_FOUND
 from pulsar_verify.models.v4impl.reader import aborted_in_log
@@ -117,43 +118,29 @@ def _coordinator_down(m, s, a, t) -> bool:
     return not s.tc_up
 
 
-def _says_nothing(m, s, a, t) -> bool:
-    """TimeoutException, or a send failed by a lost connection: the outcome is unknown to the application, which
-    may only abort; no decision contradicts it."""
-    return True
-
-
 def _message_queued(m, s, a, t) -> bool:
     return bool(s.reader.queue)
 
 
-# Each answer the ``answer`` kind declares, and what makes it true. Those a property of their own judges name it
-# (``JUDGED_BY``): the end-txn outcomes are client-told-the-outcome's (an invariant over what the application was
-# told, so it also holds them true after later steps), the conflict first-ack-never-conflicts', the last message id
-# last-id-within-horizon's.
-ANSWERS = {"ack_refused": _not_open, "ack_rejected": _not_open, "add_partition_refused": _not_open,
-           "append_not_allowed": _not_open, "end_refused": _not_open, "ack_unavailable": _coordinator_down,
-           "add_partition_unavailable": _coordinator_down, "end_timeout": _says_nothing, "crash": _says_nothing,
-           "has_message_queued": _message_queued}
-JUDGED_BY = {"end_reply": "client-told-the-outcome", "tc_end": "client-told-the-outcome",
-             "ack_conflict": "first-ack-never-conflicts", "get_last_id": "last-id-within-horizon"}
-if set(ANSWERS) | set(JUDGED_BY) != set(V4Impl.action_kinds["answer"]):
-    raise ModelDefinitionError("v4-impl: answers-true judges other answers than the model's answer kind declares")
-
-
-@PROPERTIES.action_property("answers-true",
-                            "Every answer a client or the reader is given is true when it is given: a request "
-                            "refused because its transaction is not open is refused by a coordinator aborting "
-                            "it; TransactionCoordinatorNotFound comes while the coordinator is down; a reader is "
-                            "told a message is available from its receiver queue only when one is queued "
-                            "(end-txn outcomes, conflicts and the last message id are judged by the properties "
-                            "named in JUDGED_BY)",
-                            "Pulsar client API: a failed send or ack of a transaction makes the application abort "
-                            "it; TransactionCoordinatorClientException.InvalidTxnStatusException, "
-                            "CoordinatorNotFoundException", about=("answer",))
-def answers_true(m, s, a, t):
-    judge = ANSWERS.get(a.name)
-    return judge is None or judge(m, s, a, t)
+# Each answer of the ``answer`` kind and what makes it true; the end-txn outcomes are client-told-the-outcome's (an
+# invariant over what the application was told, so it also holds them true after later steps), the conflict
+# first-ack-never-conflicts', the last message id last-id-within-horizon's.
+answers.declare(PROPERTIES, V4Impl,
+                judges={"ack_refused": _not_open, "ack_rejected": _not_open, "add_partition_refused": _not_open,
+                        "append_not_allowed": _not_open, "end_refused": _not_open,
+                        "ack_unavailable": _coordinator_down, "add_partition_unavailable": _coordinator_down,
+                        "end_timeout": answers.says_nothing, "crash": answers.says_nothing,
+                        "has_message_queued": _message_queued},
+                judged_by={"end_reply": "client-told-the-outcome", "tc_end": "client-told-the-outcome",
+                           "ack_conflict": "first-ack-never-conflicts", "get_last_id": "last-id-within-horizon"},
+                statement="Every answer a client or the reader is given is true when it is given: a request refused "
+                          "because its transaction is not open is refused by a coordinator aborting it; "
+                          "TransactionCoordinatorNotFound comes while the coordinator is down; a reader is told a "
+                          "message is available from its receiver queue only when one is queued (end-txn outcomes, "
+                          "conflicts and the last message id are judged by their own properties)",
+                section="Pulsar client API: a failed send or ack of a transaction makes the application abort it; "
+                        "TransactionCoordinatorClientException.InvalidTxnStatusException, "
+                        "CoordinatorNotFoundException")
 
 
 @PROPERTIES.target("reader-stuck-on-aborted-tail",

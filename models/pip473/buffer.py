@@ -26,7 +26,7 @@ def actions(m, s: State):
         if c.phase == "open" and c.sends < cfg.writes:
             for seg in range(cfg.segments):
                 if s.up[seg]:
-                    yield act("send" if _check_state(s, seg, t) == OPEN else "send_conflict", txn=t, seg=seg)
+                    yield act("send" if _check_state(m, s, seg, t) == OPEN else "send_conflict", txn=t, seg=seg)
     for p in dict.fromkeys(s.publishes):  # two sends not yet appended are alike: one action
         if not s.up[p.seg]:
             continue
@@ -65,9 +65,11 @@ def _store_state(s: State, txn: int) -> str | None:
     return None if h is None else h.state
 
 
-def _check_state(s: State, seg: int, txn: int) -> str | None:
+def _check_state(m, s: State, seg: int, txn: int) -> str | None:
     """"read /txn/<txnId>.state (cached)": the cache first, else the store."""
     cached = s.buffers[seg].hdr.get(txn)
+    if cached is None and m.config.variant == "mutant:conflict-on-cache-miss":
+        return None
     return cached if cached is not None else _store_state(s, txn)
 
 

@@ -48,6 +48,8 @@ MUTANTS = {
     "mutant:trim-while-down": "retention trims a segment whose broker is down (checks crashed-broker-serves-nothing)",
     "mutant:read-acked": "the dispatcher does not pass over the positions the cursor holds as acknowledged "
                          "(checks acked-not-redelivered)",
+    "mutant:conflict-on-cache-miss": "a send whose segment has no cached header takes the miss for a header "
+                                     "that is not OPEN and answers TxnConflict (checks answers-true)",
 }
 
 
@@ -105,7 +107,8 @@ class Pip473(ComposedModel):
     hypothesis_bounds = {"txns": 2, "segments": 2, "late_subs": 1, "writes": 2, "acks": 1, "nontxn": 1, "crashes": 1,
                          "tc_crashes": 1, "seals": 1}
 
-    action_kinds = {"deliver": ("deliver",), "skip": ("filter",)}
+    action_kinds = {"deliver": ("deliver",), "skip": ("filter",),
+                    "answer": ("tc_reply", "send_conflict", "pub_ack", "pub_late", "pub_terminated", "crash")}
 
     def action_names(self):
         names = set(self.action_labels)
@@ -169,6 +172,12 @@ class Pip473(ComposedModel):
 
     def handed(self, state, successor):
         return any(b.received - a.received for a, b in zip(state.subs, successor.subs))
+
+    def answered(self, state, successor):
+        """A client told how its end-txn ended or that a send failed, or a send answered (acknowledged,
+        refused, or failed with its connection)."""
+        return len(successor.publishes) < len(state.publishes) or any(
+            (a.outcome, a.failed) != (b.outcome, b.failed) for a, b in zip(state.clients, successor.clients))
 
     def is_terminal(self, state):
         """Every transaction the clients started has ended and nothing is in flight."""
