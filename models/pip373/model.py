@@ -132,17 +132,16 @@ class Pip373(V4Txn):
         return sorted(names)
 
     def load_kind(self, value: tuple) -> str:
-        """The load a persisted ``(value, by_broker)`` makes (``loads``)."""
+        """The load a persisted ``(value, by_broker)`` makes: what ``loads`` does, and what ``action_names``
+        declares from the values a run can reach."""
         v, _ = value
-        if v == ABSENT or (v in (TRUE, FALSE) and not self.trusted_value(value)):
+        if v == ABSENT or (v in (TRUE, FALSE) and not self.trusted(value)):
             return "load_confirm"
-        return "load_skip" if v == FALSE else "load_rebuild"
-
-    def trusted_value(self, value: tuple) -> bool:
-        return "confirm-unmarked" not in self.fixes or value[1]
+        return "load_skip" if v == FALSE and self.config.variant != "mutant:always-rebuild" else "load_rebuild"
 
     def set_true(self, value: tuple) -> bool:
-        return value[0] == TRUE and self.trusted_value(value)
+        """The persisted ``(value, by_broker)`` says true, and the broker takes it as its own."""
+        return value[0] == TRUE and self.trusted(value)
 
     def flag_values(self) -> set:
         """The persisted property's values a run can reach at these bounds: the upgrade's, what a confirming load
@@ -166,20 +165,14 @@ class Pip373(V4Txn):
     def initial_log(self):
         return LEGACY[self.config.legacy]
 
-    def trusted(self, s: State) -> bool:
-        """Does the broker take the persisted value as its own?"""
-        return "confirm-unmarked" not in self.fixes or s.prop[1]
+    def trusted(self, value: tuple) -> bool:
+        """Does the broker take the persisted ``(value, by_broker)`` as its own?"""
+        return "confirm-unmarked" not in self.fixes or value[1]
 
     def loads(self, s: State, topic: int):
         if self.config.variant == "mutant:no-reload-after-crash" and s.crashes:
             return
-        value = s.prop[0]
-        if value == ABSENT or (value in (TRUE, FALSE) and not self.trusted(s)):
-            yield act("load_confirm", topic=topic)
-        elif value == FALSE and self.config.variant != "mutant:always-rebuild":
-            yield act("load_skip", topic=topic)
-        else:
-            yield act("load_rebuild", topic=topic)
+        yield act(self.load_kind(s.prop), topic=topic)
 
     def on_txn_append(self, s: State, topic: int, b: Buffer) -> Buffer:
         """"set to true when the first TXN message is publishing": queue the write."""
@@ -189,7 +182,7 @@ class Pip373(V4Txn):
         """The persisted property already says what the first transactional entry must make it say
         (and no other value is queued over it); a non-boolean value is never modified."""
         junk = s.prop[0] == JUNK and self.config.variant != "mutant:overwrite-non-boolean"
-        return junk or (s.prop[0] == TRUE and self.trusted(s) and s.buffers[0].flag is None)
+        return junk or (self.set_true(s.prop) and s.buffers[0].flag is None)
 
     def actions(self, s: State):
         for a in super().actions(s):
