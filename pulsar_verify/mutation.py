@@ -67,8 +67,10 @@ SCORES = ROOT / "tests" / "mutation" / "scores.json"  # the last full run's scor
 PER_MODEL = 100  # mutants drawn per model
 FLOOR_CONFIDENCE = 0.01  # a score is below its floor when a draw this low has less than 1% chance at the floor's rate
 SKIP_FILES = {"__init__.py", "symmetry.py"}  # symmetry.py: the reduction, checked by tests/test_symmetry.py
-# the checker's bookkeeping, and the PIP's protobuf schema as written (models/pip477/proto.py)
-SKIP_FUNCTIONS = {"action_names", "canonicalize", "is_terminal", "handed", "__repr__", "__str__", "_declare_schema"}
+# the checker's bookkeeping (what a variant declares it can fire, and pip-373's reasoning for it; what a step hands
+# or answers, which the declaration tests read), and the PIP's protobuf schema as written (models/pip477/proto.py)
+SKIP_FUNCTIONS = {"action_names", "flag_values", "canonicalize", "is_terminal", "handed", "answered", "__repr__",
+                  "__str__", "_declare_schema"}
 SWITCHBOARD = ("fixes", "variant")  # attributes that select a variant: not protocol logic
 
 # -- the operators ---------------------------------------------------------------------------------
